@@ -1,0 +1,16 @@
+//! sinkhole: a Jepsen-style chaos and correctness rig for Kafka transactional sinks.
+//!
+//! The library behind the `sinkhole` binary. Data flows left to right
+//! (see DESIGN.md): installation → cluster backend → probes and workloads →
+//! faults → history → checker → verdict. This crate holds the rig side:
+//! - [`install`]: Kafka distributions from Maven Central, cached per version;
+//! - [`cluster`]: cluster backends and node lifecycle;
+//! - [`procs`]: spawning processes that never outlive the rig;
+//! - [`probe`]: what a broker can do for two-phase commit.
+pub mod cluster;
+pub mod install;
+pub mod probe;
+pub mod procs;
+
+/// The Kafka release the rig uses when none is named.
+pub const DEFAULT_KAFKA: &str = "4.4.0";

@@ -1,0 +1,523 @@
+//! The `sinkhole` command line.
+//!
+//! Exit codes: 0 success, 1 the work failed (a broker did not start, a
+//! request failed), 2 bad input (arguments, versions, ports, files).
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use clap::{Args, Parser, Subcommand};
+use sinkhole_rig::cluster::config::parse_overrides;
+use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec, NodeAction};
+use sinkhole_rig::cluster::state::{self, ClusterState, Liveness};
+use sinkhole_rig::install::{self, InstallOutcome, KafkaDist};
+use sinkhole_rig::procs::Lifetime;
+use sinkhole_rig::{probe, DEFAULT_KAFKA};
+
+#[derive(Parser)]
+#[command(name = "sinkhole", version, about = "A Jepsen-style chaos and correctness rig for Kafka transactional sinks")]
+struct Cli {
+    /// More log output on stderr (-v info, -vv debug). RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install Kafka versions from Maven Central into the cache (idempotent).
+    Setup {
+        /// Comma-separated Kafka versions, e.g. 4.4.0,4.0.2.
+        #[arg(long, default_value = DEFAULT_KAFKA)]
+        kafka: String,
+    },
+    /// A local cluster that outlives one command.
+    #[command(subcommand)]
+    Cluster(ClusterCmd),
+    /// Report what a broker supports for two-phase commit (KIP-939).
+    Probe(ProbeArgs),
+}
+
+#[derive(Args, Clone)]
+struct KafkaSel {
+    /// Kafka version (installed from Maven Central if missing).
+    #[arg(long)]
+    kafka: Option<String>,
+    /// Use an existing Kafka distribution (a directory with libs/*.jar) instead of the cache.
+    #[arg(long, env = "KAFKA_HOME")]
+    kafka_home: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+struct ClusterShape {
+    /// Number of KRaft nodes (combined broker+controller): 1, 3 or 5.
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// Broker setting key=value (repeatable); applied to every node.
+    #[arg(long = "broker-config", value_name = "KEY=VALUE")]
+    broker_config: Vec<String>,
+    /// First port: node i listens on BASE+2(i-1) (broker) and the next (controller). Default: free ports.
+    #[arg(long)]
+    base_port: Option<u16>,
+    /// JVM max heap per broker.
+    #[arg(long, default_value = "512m")]
+    heap: String,
+    /// Seconds to wait for the cluster to be ready.
+    #[arg(long, default_value_t = 120)]
+    ready_timeout: u64,
+}
+
+#[derive(Subcommand)]
+enum ClusterCmd {
+    /// Start a cluster and leave it running; prints its bootstrap servers.
+    Up {
+        #[arg(long, default_value = "default")]
+        name: String,
+        #[command(flatten)]
+        kafka: KafkaSel,
+        #[command(flatten)]
+        shape: ClusterShape,
+        /// Print the state as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Kill every node and remove the cluster's directory.
+    Down {
+        #[arg(long, default_value = "default")]
+        name: String,
+        /// Keep the directory (data and logs).
+        #[arg(long)]
+        keep_data: bool,
+    },
+    /// Nodes, pids, ports, and whether each runs.
+    Status {
+        #[arg(long, default_value = "default")]
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// SIGKILL a node.
+    Kill(NodeArgs),
+    /// SIGTERM a node and wait for its controlled shutdown.
+    Stop(NodeArgs),
+    /// SIGSTOP a node.
+    Pause(NodeArgs),
+    /// SIGCONT a paused node.
+    Resume(NodeArgs),
+    /// Start a stopped or killed node.
+    Start(NodeArgs),
+    /// Stop a node (if running) and start it again with the same id and data.
+    Restart(NodeArgs),
+}
+
+#[derive(Args)]
+struct NodeArgs {
+    /// Node id (1-based).
+    node: i32,
+    #[arg(long, default_value = "default")]
+    name: String,
+    /// Seconds to wait for a stop or for the node to be ready again.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    /// Start a throwaway local cluster of this Kafka version (with 2PC and unstable APIs enabled).
+    #[arg(long, conflicts_with = "bootstrap")]
+    kafka: Option<String>,
+    #[arg(long, env = "KAFKA_HOME", conflicts_with = "bootstrap")]
+    kafka_home: Option<PathBuf>,
+    /// Probe a running cluster instead (host:port[,host:port...]).
+    #[arg(long)]
+    bootstrap: Option<String>,
+    /// Nodes of the throwaway cluster.
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// Extra broker settings for the throwaway cluster.
+    #[arg(long = "broker-config", value_name = "KEY=VALUE")]
+    broker_config: Vec<String>,
+    /// Client transaction timeout (ms) for the timeout-survival check.
+    #[arg(long, default_value_t = 1000)]
+    short_timeout_ms: i32,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// An error and whether it was the user's input (exit 2) or the work (exit 1).
+enum Failure {
+    BadInput(anyhow::Error),
+    Failed(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::Failed(e.into())
+    }
+}
+
+fn bad(e: impl Into<anyhow::Error>) -> Failure {
+    Failure::BadInput(e.into())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = match cli.verbose {
+        0 => "warn",
+        1 => "info,sinkhole=info",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    if let Err(e) = sinkhole_rig::procs::install_signal_teardown() {
+        eprintln!("sinkhole: cannot install the signal handlers: {e}");
+        return ExitCode::from(1);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sinkhole: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(dispatch(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::BadInput(e)) => {
+            eprintln!("sinkhole: error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Failed(e)) => {
+            eprintln!("sinkhole: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn dispatch(cmd: Command) -> Result<(), Failure> {
+    match cmd {
+        Command::Setup { kafka } => setup(&kafka),
+        Command::Cluster(c) => cluster(c).await,
+        Command::Probe(p) => probe_cmd(p).await,
+    }
+}
+
+fn progress(line: &str) {
+    eprintln!("sinkhole: {line}");
+}
+
+fn setup(list: &str) -> Result<(), Failure> {
+    let versions = install::parse_versions(list).map_err(bad)?;
+    for v in versions {
+        match install::install(&v, &mut |l| progress(l)) {
+            Ok(InstallOutcome::Installed { dist, jars, elapsed }) => println!(
+                "Kafka {v}: installed {jars} jars in {:.1} s at {}",
+                elapsed.as_secs_f64(),
+                dist.home.display()
+            ),
+            Ok(InstallOutcome::AlreadyInstalled { dist }) => {
+                println!("Kafka {v}: already installed at {} (nothing to do)", dist.home.display())
+            }
+            Err(e) => return Err(install_failure(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Whether an installation error is the user's input (unknown version, bad
+/// KAFKA_HOME) or the environment (no java, no network).
+fn install_failure(e: install::InstallError) -> Failure {
+    if e.is_bad_input() {
+        bad(e)
+    } else {
+        Failure::Failed(e.into())
+    }
+}
+
+/// Resolves the distribution to run: KAFKA_HOME wins, else the version
+/// (installed on demand).
+fn dist_for(sel: &KafkaSel) -> Result<KafkaDist, Failure> {
+    if let Some(home) = &sel.kafka_home {
+        return install::resolve(None, Some(home)).map_err(install_failure);
+    }
+    let v = sel.kafka.clone().unwrap_or_else(|| DEFAULT_KAFKA.to_string());
+    let v = install::parse_versions(&v).map_err(bad)?;
+    if v.len() != 1 {
+        return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
+    }
+    install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)
+}
+
+fn spec_from(shape: &ClusterShape, dist: KafkaDist, dir: PathBuf) -> Result<LocalSpec, Failure> {
+    if !matches!(shape.nodes, 1 | 3 | 5) {
+        return Err(bad(anyhow!("--nodes {}: use 1, 3 or 5 KRaft nodes", shape.nodes)));
+    }
+    let mut spec = LocalSpec::new(dist, shape.nodes, dir);
+    spec.broker_config = parse_overrides(&shape.broker_config).map_err(bad)?;
+    spec.base_port = shape.base_port;
+    spec.heap = shape.heap.clone();
+    spec.ready_timeout = Duration::from_secs(shape.ready_timeout);
+    if let Some(p) = shape.base_port {
+        // Occupied ports are the user's input: check before any JVM starts.
+        sinkhole_rig::cluster::ports::allocate(shape.nodes, Some(p)).map_err(bad)?;
+    }
+    Ok(spec)
+}
+
+/// Loads a named cluster's state, cleaning it if it is stale.
+fn load_state(name: &str) -> Result<ClusterState, Failure> {
+    let st = ClusterState::load(name).map_err(bad)?;
+    if st.liveness() == Liveness::Stale {
+        clean_stale(&st);
+        return Err(bad(anyhow!(
+            "cluster '{name}' was left by a run that crashed (no node process is alive): its state was cleaned; start a new one with `sinkhole cluster up`"
+        )));
+    }
+    Ok(st)
+}
+
+fn clean_stale(st: &ClusterState) {
+    eprintln!(
+        "sinkhole: cluster '{}' at {} is stale (none of its node processes is alive): removing it",
+        st.name,
+        st.dir.display()
+    );
+    let _ = std::fs::remove_dir_all(&st.dir);
+}
+
+fn dist_of_state(st: &ClusterState) -> Result<KafkaDist, Failure> {
+    install::resolve(Some(&st.version), st.kafka_home.as_deref()).map_err(install_failure)
+}
+
+async fn cluster(cmd: ClusterCmd) -> Result<(), Failure> {
+    match cmd {
+        ClusterCmd::Up { name, kafka, shape, json } => {
+            let dir = state::cluster_dir(&name);
+            match ClusterState::load(&name) {
+                Ok(st) => match st.liveness() {
+                    Liveness::Stale => clean_stale(&st),
+                    _ => {
+                        return Err(bad(anyhow!(
+                            "cluster '{name}' already exists (bootstrap {}); `sinkhole cluster down --name {name}` first, or pick another --name",
+                            st.nodes.iter().map(|n| format!("127.0.0.1:{}", n.addr.broker_port)).collect::<Vec<_>>().join(",")
+                        )))
+                    }
+                },
+                Err(state::StateError::Missing { .. }) => {
+                    if dir.exists() {
+                        // A directory without a state file: a crash during `up`.
+                        let _ = std::fs::remove_dir_all(&dir);
+                    }
+                }
+                Err(e) => return Err(bad(e)),
+            }
+            let dist = dist_for(&kafka)?;
+            let mut spec = spec_from(&shape, dist, dir)?;
+            spec.lifetime = Lifetime::Detached;
+            let t0 = Instant::now();
+            progress(&format!("starting {} node(s) of Kafka {} …", spec.nodes, spec.dist.version));
+            let cluster = LocalCluster::start(spec).await.context("starting the cluster")?;
+            let ready = t0.elapsed();
+            let bootstrap = cluster.bootstrap();
+            let st = ClusterState::from_cluster(&name, kafka.kafka_home.clone(), cluster);
+            st.save()?;
+            if json {
+                let mut v = serde_json::to_value(&st)?;
+                v["bootstrap"] = bootstrap.clone().into();
+                v["ready_ms"] = (ready.as_millis() as u64).into();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!(
+                    "cluster '{name}' ready in {:.1} s: Kafka {}, {} node(s)",
+                    ready.as_secs_f64(),
+                    st.version,
+                    st.nodes.len()
+                );
+                println!("bootstrap: {bootstrap}");
+                println!("state:     {}", st.path().display());
+            }
+            Ok(())
+        }
+        ClusterCmd::Down { name, keep_data } => {
+            let st = match ClusterState::load(&name) {
+                Ok(st) => st,
+                Err(e) => return Err(bad(e)),
+            };
+            let dist = dist_of_state(&st).ok();
+            let live: Vec<_> = st.nodes.iter().filter_map(|n| n.process).filter(|p| p.is_alive()).collect();
+            match dist {
+                Some(d) => st.adopt(d).force_teardown(!keep_data),
+                None => {
+                    for p in &live {
+                        let _ = p.signal_group(nix::sys::signal::Signal::SIGKILL, Duration::from_secs(5));
+                    }
+                    if !keep_data {
+                        let _ = std::fs::remove_dir_all(&st.dir);
+                    }
+                }
+            }
+            let left: Vec<i32> = live.iter().filter(|p| p.is_alive()).map(|p| p.pid).collect();
+            if !left.is_empty() {
+                return Err(Failure::Failed(anyhow!("processes still alive after SIGKILL: {left:?}")));
+            }
+            if keep_data {
+                // Keep data and logs, but the cluster is gone: record that.
+                let mut st = st;
+                for n in &mut st.nodes {
+                    n.intent = sinkhole_rig::cluster::local::Intent::Killed;
+                }
+                let _ = std::fs::remove_file(st.path());
+            }
+            println!(
+                "cluster '{name}' is down: killed {} node process(es){}",
+                live.len(),
+                if keep_data { ", data kept" } else { ", directory removed" }
+            );
+            Ok(())
+        }
+        ClusterCmd::Status { name, json } => {
+            let st = load_state(&name)?;
+            let dist = dist_of_state(&st)?;
+            let mut c = st.adopt(dist);
+            let status = c.status();
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "name": name, "version": st.version, "cluster_id": st.cluster_id,
+                        "bootstrap": st.nodes.iter().map(|n| format!("127.0.0.1:{}", n.addr.broker_port)).collect::<Vec<_>>().join(","),
+                        "nodes": status,
+                    }))?
+                );
+            } else {
+                println!("cluster '{name}': Kafka {}, cluster id {}", st.version, st.cluster_id);
+                println!(
+                    "{:<5} {:<8} {:<7} {:<11} {:<10} {:<9} log",
+                    "node", "pid", "broker", "controller", "intent", "observed"
+                );
+                for s in status {
+                    println!(
+                        "{:<5} {:<8} {:<7} {:<11} {:<10} {:<9} {}",
+                        s.node_id,
+                        s.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+                        s.broker_port,
+                        s.controller_port,
+                        format!("{:?}", s.intent).to_lowercase(),
+                        format!("{:?}", s.observed).to_lowercase(),
+                        s.log.display()
+                    );
+                }
+            }
+            Ok(())
+        }
+        ClusterCmd::Kill(a) => node_action(a, NodeAction::Kill).await,
+        ClusterCmd::Stop(a) => node_action(a, NodeAction::Stop).await,
+        ClusterCmd::Pause(a) => node_action(a, NodeAction::Pause).await,
+        ClusterCmd::Resume(a) => node_action(a, NodeAction::Resume).await,
+        ClusterCmd::Start(a) => node_action(a, NodeAction::Start).await,
+        ClusterCmd::Restart(a) => node_action(a, NodeAction::Restart).await,
+    }
+}
+
+async fn node_action(a: NodeArgs, action: NodeAction) -> Result<(), Failure> {
+    let mut st = load_state(&a.name)?;
+    let dist = dist_of_state(&st)?;
+    let mut c = st.adopt(dist);
+    if !c.node_ids().contains(&a.node) {
+        return Err(bad(anyhow!("cluster '{}' has no node {}; its nodes are {:?}", a.name, a.node, c.node_ids())));
+    }
+    let res = c.act(a.node, action, Duration::from_secs(a.timeout)).await;
+    st.update_from(c);
+    st.save()?;
+    let effect = res.map_err(|e| match e {
+        sinkhole_rig::cluster::local::ClusterError::WrongState { .. } => bad(e),
+        e => Failure::Failed(e.into()),
+    })?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&effect)?);
+    } else {
+        let sigs: Vec<String> = effect
+            .signals
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} → {:?}{} after {} ms",
+                    s.signal,
+                    s.observed,
+                    if s.confirmed { " (confirmed)" } else { " (NOT confirmed)" },
+                    s.after_ms
+                )
+                .to_lowercase()
+            })
+            .collect();
+        println!(
+            "node {}: {:?} done in {} ms{}{}{}",
+            a.node,
+            action,
+            effect.elapsed_ms,
+            if sigs.is_empty() { String::new() } else { format!("; {}", sigs.join("; ")) },
+            effect.new_pid.map(|p| format!("; new pid {p}")).unwrap_or_default(),
+            match effect.ready {
+                Some(true) => "; answering again",
+                Some(false) => "; NOT answering yet",
+                None => "",
+            }
+        );
+    }
+    Ok(())
+}
+
+async fn probe_cmd(p: ProbeArgs) -> Result<(), Failure> {
+    let mut opts = probe::ProbeOptions { short_timeout_ms: p.short_timeout_ms, progress: true, ..Default::default() };
+    // The throwaway cluster lives until the end of this function (Drop kills it).
+    let mut _cluster = None;
+    if let Some(b) = &p.bootstrap {
+        opts.bootstrap = b.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        if opts.bootstrap.is_empty() || opts.bootstrap.iter().any(|s| !s.contains(':')) {
+            return Err(bad(anyhow!("--bootstrap '{b}': expected host:port[,host:port...]")));
+        }
+    } else {
+        let dist = dist_for(&KafkaSel { kafka: p.kafka.clone(), kafka_home: p.kafka_home.clone() })?;
+        let dir = state::clusters_root().join(format!("probe-{}", std::process::id()));
+        let shape = ClusterShape {
+            nodes: p.nodes,
+            broker_config: p.broker_config.clone(),
+            base_port: None,
+            heap: "512m".into(),
+            ready_timeout: 120,
+        };
+        let mut spec = spec_from(&shape, dist, dir)?;
+        // What KIP-939 needs, and a quick timeout-abort scan so the check is short.
+        for (k, v) in [
+            ("transaction.two.phase.commit.enable", "true"),
+            ("unstable.api.versions.enable", "true"),
+            ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"),
+        ] {
+            spec.broker_config.entry(k.to_string()).or_insert_with(|| v.to_string());
+        }
+        spec.remove_dir_on_teardown = true;
+        let t0 = Instant::now();
+        progress(&format!("starting a throwaway {}-node Kafka {} cluster …", spec.nodes, spec.dist.version));
+        opts.release = Some(spec.dist.version.clone());
+        let c = LocalCluster::start(spec).await.context("starting the probe cluster")?;
+        progress(&format!("ready in {:.1} s at {}", t0.elapsed().as_secs_f64(), c.bootstrap()));
+        opts.bootstrap = c.bootstrap_list();
+        _cluster = Some(c);
+    }
+    let report = probe::run(opts).await.context("probing the broker")?;
+    if p.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", probe::render_table(&report));
+    }
+    Ok(())
+}

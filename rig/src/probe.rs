@@ -1,0 +1,491 @@
+//! `sinkhole probe`: what a broker can do for two-phase commit (KIP-939).
+//!
+//! The probe asks the broker, it does not assume: every answer in the report
+//! is a response the broker sent to a request the probe made, and the
+//! `evidence` list keeps each request with its version and the exact reply.
+//!
+//! Steps (PROTOCOL.md §1, §3, §5):
+//! 1. ApiVersions: highest InitProducerId version, finalized `transaction.version`.
+//! 2. InitProducerId v6 with Enable2Pc=true on a fresh transactional id.
+//! 3. Open a transaction on that id (AddPartitionsToTxn), then InitProducerId v6
+//!    with KeepPreparedTxn=true — the KIP-939 recovery call — and check with
+//!    DescribeTransactions what became of the open transaction.
+//!    When v6 is not advertised at all, the probe still sends it once on a side
+//!    connection and records what the broker did (evidence, never acceptance).
+//! 4. Timeout survival: a 2PC transaction and a plain *control* transaction,
+//!    both opened with a short client timeout. The broker must abort the control
+//!    one by timeout (that proves the abort scan ran in the window); only then
+//!    does "the 2PC one is still Ongoing" mean it survives. Without the control
+//!    abort the answer is `null`, never a guess.
+//! 5. Every transaction the probe opened is aborted at the end, so no hanging
+//!    transaction is left behind to pin the last stable offset.
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::ApiKey;
+use serde::Serialize;
+use sinkhole_workloads::wire::client::{Client, ClientConfig, TxnDescription};
+use sinkhole_workloads::wire::connection::Connection;
+use sinkhole_workloads::wire::error::{KafkaCode, WireError};
+use sinkhole_workloads::wire::init_producer_id::{self, InitProducerIdParams};
+
+/// Answer to "is X accepted": the JSON contract is `{"accepted": bool, "error": string|null}`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Acceptance {
+    pub accepted: bool,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BrokerVersion {
+    /// The Kafka release, when the rig started the cluster from a known installation.
+    pub release: Option<String>,
+    /// Finalized `metadata.version` feature level (a release fingerprint on the wire).
+    pub metadata_version_level: Option<i16>,
+    /// Highest `metadata.version` level the broker supports.
+    pub metadata_version_max_supported: Option<i16>,
+    pub note: String,
+}
+
+/// One request the probe sent and what came back.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub step: String,
+    pub request: String,
+    pub answer: String,
+    pub at_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    pub bootstrap: String,
+    pub broker_version: BrokerVersion,
+    pub transaction_version: i16,
+    pub init_producer_id_max_version: i16,
+    pub enable2pc: Acceptance,
+    pub keep_prepared_txn: Acceptance,
+    pub survives_timeout: Option<bool>,
+    pub survives_timeout_detail: String,
+    /// The broker aborted a plain transaction by timeout during the probe.
+    pub timeout_abort_observed: bool,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms` of the coordinator, if readable.
+    pub abort_scan_interval_ms: Option<u64>,
+    pub topic: String,
+    pub evidence: Vec<Evidence>,
+    pub elapsed_ms: u64,
+}
+
+pub struct ProbeOptions {
+    pub bootstrap: Vec<String>,
+    pub release: Option<String>,
+    /// Client transaction timeout for the timeout-survival check.
+    pub short_timeout_ms: i32,
+    /// Longest wait for the control transaction to be aborted by the broker.
+    pub max_wait: Duration,
+    pub progress: bool,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        ProbeOptions {
+            bootstrap: vec![],
+            release: None,
+            short_timeout_ms: 1000,
+            max_wait: Duration::from_secs(45),
+            progress: true,
+        }
+    }
+}
+
+struct Log {
+    started: Instant,
+    evidence: Vec<Evidence>,
+    progress: bool,
+}
+
+impl Log {
+    fn add(&mut self, step: &str, request: impl Into<String>, answer: impl Into<String>) {
+        let e = Evidence {
+            step: step.to_string(),
+            request: request.into(),
+            answer: answer.into(),
+            at_ms: self.started.elapsed().as_millis() as u64,
+        };
+        if self.progress {
+            eprintln!("  [{:>6} ms] {}: {} → {}", e.at_ms, e.step, e.request, e.answer);
+        }
+        self.evidence.push(e);
+    }
+}
+
+/// The exact way a refused request is reported: Kafka's error name and code,
+/// with the broker's message when it sent one.
+fn describe_error(e: &WireError) -> String {
+    match e {
+        WireError::Kafka { code, message, .. } => match message {
+            Some(m) if !m.is_empty() => format!("{} ({}): {m}", code.name(), code.0),
+            _ => format!("{} ({})", code.name(), code.0),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn txn_state(d: &[TxnDescription], tid: &str) -> String {
+    d.iter()
+        .find(|x| x.transactional_id == tid)
+        .map(|x| match &x.error {
+            Some(code) => format!("error {}", code.name()),
+            None => x.state.clone(),
+        })
+        .unwrap_or_else(|| "missing from the reply".into())
+}
+
+/// Sends InitProducerId v6 (Enable2Pc=true) to the coordinator of `tid` on a
+/// connection of its own, although the broker did not advertise v6, and says
+/// what happened. The answer is evidence only; it never counts as acceptance.
+async fn send_unadvertised_v6(client: &mut Client, tid: &str) -> String {
+    let coordinator = match client.find_coordinator(tid).await {
+        Ok(b) => b,
+        Err(e) => return format!("not sent: no coordinator ({e})"),
+    };
+    let addr = format!("{}:{}", coordinator.host, coordinator.port);
+    let params = InitProducerIdParams { enable_2pc: true, ..InitProducerIdParams::transactional(tid, 60_000) };
+    let body = match init_producer_id::encode_request(&params, 6) {
+        Ok(b) => b,
+        Err(e) => return format!("not sent: {e}"),
+    };
+    let mut conn = match Connection::connect(&addr, "sinkhole-probe", Duration::from_secs(5)).await {
+        Ok(c) => c,
+        Err(e) => return format!("not sent: {e}"),
+    };
+    match conn.send_raw(ApiKey::InitProducerId, 6, &body, Duration::from_secs(5)).await {
+        Ok(reply) => match init_producer_id::decode_response(reply, 6) {
+            Ok(r) if r.error_code == 0 => {
+                format!("answered without error: producerId {} epoch {}", *r.producer_id, r.producer_epoch)
+            }
+            Ok(r) => format!("answered {}", KafkaCode(r.error_code)),
+            Err(e) => format!("answered something undecodable: {e}"),
+        },
+        Err(WireError::Disconnected { .. }) => "the broker closed the connection without an answer".into(),
+        Err(e) => format!("no answer: {e}"),
+    }
+}
+
+fn suffix() -> String {
+    format!("{:08x}", rand::random::<u32>())
+}
+
+/// An open transaction the probe must abort before it ends.
+struct OpenTxn {
+    tid: String,
+    pid: i64,
+    epoch: i16,
+}
+
+pub async fn run(opts: ProbeOptions) -> Result<ProbeReport, WireError> {
+    let started = Instant::now();
+    let mut log = Log { started, evidence: vec![], progress: opts.progress };
+    let cfg = ClientConfig { client_id: "sinkhole-probe".into(), ..ClientConfig::default() };
+    let mut client = Client::connect(&opts.bootstrap, cfg).await?;
+
+    // 1. What the broker advertises.
+    let info = client.api_versions(None).await?;
+    let ipid_max = info.max_version(ApiKey::InitProducerId).unwrap_or(-1);
+    let tv = info.transaction_version();
+    let mv = info.metadata_version_level();
+    let mv_max = info.supported_features.get("metadata.version").map(|r| r.1);
+    log.add(
+        "api-versions",
+        "ApiVersions",
+        format!(
+            "InitProducerId v{}..v{ipid_max}, EndTxn max v{}, transaction.version={tv}, metadata.version={mv:?}",
+            info.ranges.get(&(ApiKey::InitProducerId as i16)).map(|r| r.0).unwrap_or(-1),
+            info.max_version(ApiKey::EndTxn).unwrap_or(-1)
+        ),
+    );
+
+    let topic = format!("sinkhole-probe-{}", suffix());
+    client.create_topic(&topic, 1, 1, &[]).await?;
+    log.add("setup", format!("CreateTopics {topic} (1 partition)"), "created");
+    let partition = vec![(topic.clone(), 0)];
+    let mut to_abort: Vec<OpenTxn> = vec![];
+
+    let run_id = suffix();
+    let tid_keep = format!("sinkhole-probe-{run_id}-keep");
+    let scan_key = "transaction.abort.timed.out.transaction.cleanup.interval.ms".to_string();
+    let scan_interval = match client.find_coordinator(&tid_keep).await {
+        Ok(b) => client
+            .describe_broker_configs(b.node_id, std::slice::from_ref(&scan_key))
+            .await
+            .ok()
+            .and_then(|m| m.get(&scan_key).cloned().flatten())
+            .and_then(|v| v.parse::<u64>().ok()),
+        Err(_) => None,
+    };
+    log.add(
+        "setup",
+        format!("DescribeConfigs {scan_key}"),
+        scan_interval.map(|v| format!("{v} ms")).unwrap_or_else(|| "unreadable".into()),
+    );
+
+    // 2. Enable2Pc.
+    let enable2pc;
+    let mut keep_txn: Option<OpenTxn> = None;
+    if ipid_max < 6 {
+        let why = format!("InitProducerId v6 is not advertised (broker max v{ipid_max}); Enable2Pc exists only in v6, so it cannot be sent");
+        log.add("enable2pc", "InitProducerId v6 Enable2Pc=true", format!("not advertised: {why}"));
+        // Evidence only: what the broker does with a version it did not advertise.
+        let answer = send_unadvertised_v6(&mut client, &tid_keep).await;
+        log.add("enable2pc", format!("InitProducerId v6 {tid_keep} Enable2Pc=true, sent anyway"), answer);
+        enable2pc = Acceptance { accepted: false, error: Some(why) };
+    } else {
+        let p = InitProducerIdParams { enable_2pc: true, ..InitProducerIdParams::transactional(&tid_keep, 60_000) };
+        match client.init_producer_id(&p, Some(6)).await {
+            Ok(o) => {
+                log.add(
+                    "enable2pc",
+                    format!("InitProducerId v6 {tid_keep} Enable2Pc=true"),
+                    format!("accepted: producerId {} epoch {}", o.producer_id, o.producer_epoch),
+                );
+                keep_txn = Some(OpenTxn { tid: tid_keep.clone(), pid: o.producer_id, epoch: o.producer_epoch });
+                enable2pc = Acceptance { accepted: true, error: None };
+            }
+            Err(e) => {
+                let d = describe_error(&e);
+                log.add("enable2pc", format!("InitProducerId v6 {tid_keep} Enable2Pc=true"), format!("refused: {d}"));
+                enable2pc = Acceptance { accepted: false, error: Some(d) };
+            }
+        }
+    }
+
+    // 3. KeepPreparedTxn on an id with an open 2PC transaction.
+    let keep_prepared_txn = if ipid_max < 6 {
+        let why = format!("InitProducerId v6 is not advertised (broker max v{ipid_max}); KeepPreparedTxn exists only in v6, so it cannot be sent");
+        log.add("keep-prepared-txn", "InitProducerId v6 KeepPreparedTxn=true", format!("not sent: {why}"));
+        Acceptance { accepted: false, error: Some(why) }
+    } else {
+        if let Some(t) = &keep_txn {
+            client.add_partitions_to_txn(&t.tid, t.pid, t.epoch, &partition).await?;
+            log.add("keep-prepared-txn", format!("AddPartitionsToTxn {} {topic}-0", t.tid), "transaction open");
+        }
+        let p = InitProducerIdParams {
+            enable_2pc: true,
+            keep_prepared_txn: true,
+            ..InitProducerIdParams::transactional(&tid_keep, 60_000)
+        };
+        let req = format!("InitProducerId v6 {tid_keep} Enable2Pc=true KeepPreparedTxn=true");
+        let acc = match client.init_producer_id(&p, Some(6)).await {
+            Ok(o) => {
+                log.add(
+                    "keep-prepared-txn",
+                    req,
+                    format!(
+                        "accepted: producerId {} epoch {}, ongoing txn producerId {} epoch {}",
+                        o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch
+                    ),
+                );
+                if let Some(t) = keep_txn.as_mut() {
+                    // The open transaction now belongs to the pair the broker handed back.
+                    if o.ongoing_txn_producer_id >= 0 {
+                        t.pid = o.ongoing_txn_producer_id;
+                        t.epoch = o.ongoing_txn_producer_epoch;
+                    } else {
+                        t.pid = o.producer_id;
+                        t.epoch = o.producer_epoch;
+                    }
+                }
+                Acceptance { accepted: true, error: None }
+            }
+            Err(e) => {
+                let d = describe_error(&e);
+                log.add("keep-prepared-txn", req, format!("refused: {d}"));
+                Acceptance { accepted: false, error: Some(d) }
+            }
+        };
+        if keep_txn.is_some() {
+            for d in client.describe_transactions(std::slice::from_ref(&tid_keep)).await? {
+                log.add(
+                    "keep-prepared-txn",
+                    format!("DescribeTransactions {tid_keep}"),
+                    format!("state {} producerId {} epoch {}", d.state, d.producer_id, d.producer_epoch),
+                );
+            }
+        }
+        acc
+    };
+    if let Some(t) = keep_txn.take() {
+        to_abort.push(t);
+    }
+
+    // 4. Timeout survival, against a control transaction. The control (a plain
+    // transaction) is opened on every broker: that the broker aborts it by
+    // timeout is itself worth knowing (it is what loses data in the legacy sink).
+    let tid_2pc = format!("sinkhole-probe-{run_id}-2pc");
+    let tid_ctl = format!("sinkhole-probe-{run_id}-control");
+    let mut candidates = vec![(tid_ctl.clone(), false)];
+    if enable2pc.accepted {
+        candidates.push((tid_2pc.clone(), true));
+    }
+    for (tid, two_pc) in &candidates {
+        let p = InitProducerIdParams {
+            enable_2pc: *two_pc,
+            ..InitProducerIdParams::transactional(tid, opts.short_timeout_ms)
+        };
+        let o = client.init_producer_id(&p, if *two_pc { Some(6) } else { None }).await?;
+        client.add_partitions_to_txn(tid, o.producer_id, o.producer_epoch, &partition).await?;
+        log.add(
+            "survives-timeout",
+            format!(
+                "InitProducerId v{} {tid} Enable2Pc={two_pc} timeout {} ms + AddPartitionsToTxn",
+                o.version, opts.short_timeout_ms
+            ),
+            format!("open: producerId {} epoch {}", o.producer_id, o.producer_epoch),
+        );
+        to_abort.push(OpenTxn { tid: tid.clone(), pid: o.producer_id, epoch: o.producer_epoch });
+    }
+    let ids: Vec<String> = candidates.iter().map(|c| c.0.clone()).collect();
+    let t0 = Instant::now();
+    let mut control_aborted_after = None;
+    while t0.elapsed() < opts.max_wait {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let d = client.describe_transactions(&ids).await?;
+        let sc = txn_state(&d, &tid_ctl);
+        if sc != "Ongoing" {
+            log.add(
+                "survives-timeout",
+                format!("DescribeTransactions {tid_ctl}"),
+                format!(
+                    "{sc} after {} ms: the broker aborted the control transaction by timeout",
+                    t0.elapsed().as_millis()
+                ),
+            );
+            control_aborted_after = Some(t0.elapsed());
+            break;
+        }
+    }
+    let (survives_timeout, survives_timeout_detail) = match (enable2pc.accepted, control_aborted_after) {
+        (false, _) => {
+            let why = format!(
+                "not tested: Enable2Pc was not accepted, so no 2PC transaction could be opened (a plain transaction with a {} ms timeout {})",
+                opts.short_timeout_ms,
+                match control_aborted_after {
+                    Some(t) => format!("was aborted by the broker after {:.1} s", t.as_secs_f64()),
+                    None => format!("was not aborted within {:.0} s", opts.max_wait.as_secs_f64()),
+                });
+            log.add("survives-timeout", "-", why.clone());
+            (None, why)
+        }
+        (true, None) => {
+            let why = format!(
+                "undetermined: the broker did not abort the control transaction within {:.0} s (abort scan interval {}), so survival of the 2PC one proves nothing",
+                opts.max_wait.as_secs_f64(), scan_interval.map(|v| format!("{v} ms")).unwrap_or_else(|| "unknown".into()));
+            log.add("survives-timeout", "DescribeTransactions", why.clone());
+            (None, why)
+        }
+        (true, Some(t)) => {
+            // The scan that aborted the control one saw the 2PC one too (opened
+            // first, same timeout). Look again after one more scan to be sure.
+            tokio::time::sleep(Duration::from_millis(scan_interval.unwrap_or(1000) + 250)).await;
+            let d = client.describe_transactions(std::slice::from_ref(&tid_2pc)).await?;
+            let s2 = txn_state(&d, &tid_2pc);
+            log.add(
+                "survives-timeout",
+                format!("DescribeTransactions {tid_2pc}"),
+                format!("{s2} after {} ms", t0.elapsed().as_millis()),
+            );
+            (Some(s2 == "Ongoing"), format!(
+                "the broker aborted the control transaction by timeout within {:.1} s; the 2PC transaction with the same {} ms timeout was {s2} after {:.1} s",
+                t.as_secs_f64(), opts.short_timeout_ms, t0.elapsed().as_secs_f64()))
+        }
+    };
+    let timeout_abort_observed = control_aborted_after.is_some();
+
+    // 5. Leave nothing open.
+    for t in to_abort {
+        match client.end_txn(&t.tid, t.pid, t.epoch, false, None).await {
+            Ok(_) => log.add("cleanup", format!("EndTxn abort {}", t.tid), "aborted"),
+            Err(e) => {
+                log.add("cleanup", format!("EndTxn abort {}", t.tid), format!("not aborted: {}", describe_error(&e)))
+            }
+        }
+    }
+
+    Ok(ProbeReport {
+        bootstrap: opts.bootstrap.join(","),
+        broker_version: BrokerVersion {
+            release: opts.release.clone(),
+            metadata_version_level: mv,
+            metadata_version_max_supported: mv_max,
+            note: match &opts.release {
+                Some(r) => format!("Kafka {r}: the installation the rig started; the wire itself carries no release string"),
+                None => "the Kafka protocol carries no release string; the finalized metadata.version level is the closest fingerprint".into(),
+            },
+        },
+        transaction_version: tv,
+        init_producer_id_max_version: ipid_max,
+        enable2pc,
+        keep_prepared_txn,
+        survives_timeout,
+        survives_timeout_detail,
+        timeout_abort_observed,
+        abort_scan_interval_ms: scan_interval,
+        topic,
+        evidence: log.evidence,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+fn acceptance_text(a: &Acceptance) -> String {
+    match (&a.accepted, &a.error) {
+        (true, _) => "accepted".into(),
+        (false, Some(e)) => format!("refused: {e}"),
+        (false, None) => "refused".into(),
+    }
+}
+
+/// The human-readable table.
+pub fn render_table(r: &ProbeReport) -> String {
+    let mut rows: Vec<(&str, String)> = vec![
+        ("bootstrap", r.bootstrap.clone()),
+        (
+            "broker version",
+            format!(
+                "{}; metadata.version level {} (max supported {})",
+                r.broker_version
+                    .release
+                    .as_deref()
+                    .map(|v| format!("Kafka {v}"))
+                    .unwrap_or_else(|| "release not on the wire".into()),
+                r.broker_version.metadata_version_level.map(|v| v.to_string()).unwrap_or_else(|| "?".into()),
+                r.broker_version.metadata_version_max_supported.map(|v| v.to_string()).unwrap_or_else(|| "?".into()),
+            ),
+        ),
+        ("transaction.version (finalized)", r.transaction_version.to_string()),
+        ("InitProducerId max version", format!("v{}", r.init_producer_id_max_version)),
+        ("InitProducerId Enable2Pc=true", acceptance_text(&r.enable2pc)),
+        ("InitProducerId KeepPreparedTxn=true", acceptance_text(&r.keep_prepared_txn)),
+        (
+            "2PC txn survives its timeout",
+            format!(
+                "{} — {}",
+                match r.survives_timeout {
+                    Some(true) => "yes",
+                    Some(false) => "NO",
+                    None => "unknown",
+                },
+                r.survives_timeout_detail
+            ),
+        ),
+    ];
+    rows.push((
+        "plain txn aborted on timeout",
+        if r.timeout_abort_observed { "yes (the broker's abort scan ran during the probe)" } else { "not observed" }
+            .into(),
+    ));
+    rows.push(("probe took", format!("{:.1} s", r.elapsed_ms as f64 / 1000.0)));
+    let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (k, v) in rows {
+        out.push_str(&format!("{k:<w$}  {v}\n"));
+    }
+    out
+}
