@@ -6,11 +6,17 @@
 //! - [`install`]: Kafka distributions from Maven Central, cached per version;
 //! - [`cluster`]: cluster backends and node lifecycle;
 //! - [`procs`]: spawning processes that never outlive the rig;
-//! - [`probe`]: what a broker can do for two-phase commit.
+//! - [`probe`]: what a broker can do for two-phase commit;
+//! - [`scenario`]: the YAML scenario format;
+//! - [`runner`]: one mode of a scenario — workers, checkpoint coordinator, faults, history;
+//! - [`checker`]: drains the output and counts anomalies.
+pub mod checker;
 pub mod cluster;
 pub mod install;
 pub mod probe;
 pub mod procs;
+pub mod runner;
+pub mod scenario;
 
 /// The Kafka release the rig uses when none is named.
 pub const DEFAULT_KAFKA: &str = "4.4.0";

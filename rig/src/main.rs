@@ -38,6 +38,16 @@ enum Command {
     Cluster(ClusterCmd),
     /// Report what a broker supports for two-phase commit (KIP-939).
     Probe(ProbeArgs),
+    /// One subtask of a job (started by the runner, not by hand).
+    #[command(hide = true)]
+    Worker {
+        /// The worker's configuration (JSON, a `WorkerConfig`).
+        #[arg(long)]
+        config: PathBuf,
+        /// The coordinator's control socket.
+        #[arg(long)]
+        control: PathBuf,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -208,6 +218,13 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Setup { kafka } => setup(&kafka),
         Command::Cluster(c) => cluster(c).await,
         Command::Probe(p) => probe_cmd(p).await,
+        Command::Worker { config, control } => {
+            let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;
+            let cfg: sinkhole_workloads::model::WorkerConfig =
+                serde_json::from_str(&text).with_context(|| format!("parsing {}", config.display()))?;
+            sinkhole_workloads::worker::run(cfg, &control).await?;
+            Ok(())
+        }
     }
 }
 

@@ -1,5 +1,16 @@
 //! Workloads for sinkhole: what runs against the cluster.
 //!
-//! For now this is the rig's own Kafka wire client ([`wire`]). Sources, the sink
-//! modes and the worker entry point come with the sinks issue.
+//! - [`wire`]: the rig's own Kafka wire client;
+//! - [`producer`]: a transactional producer on that client, mirroring Kafka's
+//!   Java `TransactionManager`;
+//! - [`model`]: the plain data the parts exchange (modes, committables,
+//!   control messages, history events);
+//! - [`control`]: the coordinator ↔ worker channel;
+//! - [`source`], [`sink`], [`worker`]: one subtask of the job.
+pub mod control;
+pub mod model;
+pub mod producer;
+pub mod sink;
+pub mod source;
 pub mod wire;
+pub mod worker;

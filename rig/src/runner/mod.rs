@@ -1,0 +1,66 @@
+//! The runner: one sink mode of one scenario, end to end — worker processes,
+//! the checkpoint coordinator, the fault schedule, the history. STUB: the
+//! contract; the implementation replaces the `todo!()`.
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use sinkhole_workloads::model::SinkMode;
+
+use crate::cluster::local::LocalCluster;
+use crate::scenario::Scenario;
+
+/// One mode's run, on a cluster that is already up and a topic that exists.
+pub struct ModeRun<'a> {
+    pub run_id: String,
+    pub mode: SinkMode,
+    pub scenario: &'a Scenario,
+    /// `results/<run-id>/<mode>/`: history.jsonl, checkpoints/, logs/ go here.
+    pub dir: PathBuf,
+    pub cluster: &'a mut LocalCluster,
+    pub topic: String,
+    /// Transactional id prefix for this mode (unique per run and mode).
+    pub tid_prefix: String,
+    /// The `sinkhole` binary, for `sinkhole worker` processes.
+    pub sinkhole_bin: PathBuf,
+    pub seed: u64,
+    /// Print progress lines on stderr.
+    pub progress: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum JobOutcome {
+    /// Every subtask reached the end of input and every committable was settled.
+    Finished,
+    /// The restart limit was exceeded, or the job could not go on.
+    Failed { reason: String },
+    /// The broker cannot run this mode (the exact error, e.g. KeepPreparedTxn → UNSUPPORTED_VERSION).
+    Unsupported { error: String },
+}
+
+/// What one fault did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    pub name: String,
+    pub kind: String,
+    pub fired: bool,
+    /// The effect was observed (signal delivered and seen, node was the coordinator, ...).
+    pub confirmed: bool,
+    pub effect: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModeOutcome {
+    pub job: JobOutcome,
+    pub attempts: u32,
+    pub checkpoints_completed: u64,
+    pub history: PathBuf,
+    pub faults: Vec<FaultRecord>,
+    /// Committables the sink logged and dropped (legacy's silent loss).
+    pub committables_dropped: u64,
+    pub wall_ms: u64,
+}
+
+pub async fn run_mode(_run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
+    todo!()
+}

@@ -1,0 +1,1 @@
+//! Sink modes. STUB.
