@@ -141,3 +141,70 @@ fn a_crashed_cluster_is_found_stale_and_cleaned() {
     let o = sinkhole(&["cluster", "status", "--name", &name]);
     assert_bad_input(&o, "no cluster named");
 }
+
+/// The direct children of a process (all its threads).
+fn children(pid: u32) -> Vec<i32> {
+    let mut out = vec![];
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            }
+        }
+    }
+    out
+}
+
+/// Starts a probe whose throwaway broker stays up for a while, waits until
+/// the broker is ready, and returns the rig's process and the broker's identity.
+fn probe_with_live_broker() -> (std::process::Child, ProcessId) {
+    use std::io::{BufRead, BufReader};
+    common::dist("4.4.0");
+    let mut child = Command::new(common::bin())
+        // A long client timeout keeps the probe waiting for the abort scan.
+        .args(["probe", "--kafka", "4.4.0", "--short-timeout-ms", "30000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("probe stderr ended before the broker was ready").unwrap();
+        if line.starts_with("sinkhole: ready in ") {
+            break;
+        }
+    }
+    // Keep draining stderr so the rig never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    let jvm = children(child.id())
+        .into_iter()
+        .filter_map(ProcessId::of)
+        .find(|p| std::fs::read_to_string(format!("/proc/{}/cmdline", p.pid)).is_ok_and(|c| c.contains("kafka.Kafka")))
+        .expect("the broker JVM is a child of the rig");
+    (child, jvm)
+}
+
+fn wait_gone(p: ProcessId) {
+    let t0 = std::time::Instant::now();
+    while matches!(p.state(), RunState::Running | RunState::Stopped) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "broker pid {} outlived the rig", p.pid);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn ctrl_c_and_sigkill_of_the_rig_leave_no_broker() {
+    let _turn = common::serial();
+    // Ctrl-C: the signal handler kills every process group the rig started.
+    let (mut rig, jvm) = probe_with_live_broker();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(rig.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = rig.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "exit 128+SIGINT");
+    wait_gone(jvm);
+
+    // SIGKILL: no code of the rig runs; the kernel's parent-death signal does it.
+    let (mut rig, jvm) = probe_with_live_broker();
+    rig.kill().unwrap();
+    rig.wait().unwrap();
+    wait_gone(jvm);
+}
