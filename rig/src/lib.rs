@@ -15,8 +15,10 @@ pub mod cluster;
 pub mod install;
 pub mod probe;
 pub mod procs;
+pub mod run;
 pub mod runner;
 pub mod scenario;
+pub mod verdict;
 
 /// The Kafka release the rig uses when none is named.
 pub const DEFAULT_KAFKA: &str = "4.4.0";

@@ -38,6 +38,27 @@ enum Command {
     Cluster(ClusterCmd),
     /// Report what a broker supports for two-phase commit (KIP-939).
     Probe(ProbeArgs),
+    /// Run a scenario: every mode in turn on one local cluster, then check the
+    /// output and judge it against the scenario's expectations.
+    Run {
+        /// The scenario (YAML).
+        file: PathBuf,
+        /// Run only these modes (repeatable); default: the scenario's.
+        #[arg(long = "mode", value_name = "MODE")]
+        modes: Vec<String>,
+        /// Kafka version instead of the scenario's.
+        #[arg(long)]
+        kafka: Option<String>,
+        /// Seed (default: random, printed so the run can be replayed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Where runs write their results.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// One subtask of a job (started by the runner, not by hand).
     #[command(hide = true)]
     Worker {
@@ -188,6 +209,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
         .with_writer(std::io::stderr)
+        // Workers log into files: colour codes only for a terminal.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if let Err(e) = sinkhole_rig::procs::install_signal_teardown() {
         eprintln!("sinkhole: cannot install the signal handlers: {e}");
@@ -218,6 +241,15 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Setup { kafka } => setup(&kafka),
         Command::Cluster(c) => cluster(c).await,
         Command::Probe(p) => probe_cmd(p).await,
+        Command::Run { file, modes, kafka, seed, results, json } => {
+            let args = sinkhole_rig::run::RunArgs { file, modes, kafka, seed, results, json };
+            match sinkhole_rig::run::run(args).await {
+                Ok(0) => Ok(()),
+                Ok(_) => Err(Failure::Failed(anyhow!("at least one mode did not meet its expectation"))),
+                Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
+                Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
+            }
+        }
         Command::Worker { config, control } => {
             let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;
             let cfg: sinkhole_workloads::model::WorkerConfig =

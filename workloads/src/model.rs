@@ -167,19 +167,39 @@ pub enum ToWorker {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum FromWorker {
     /// Connected, restored, and writing.
-    Ready { subtask: u32, pid: u32 },
-    Heartbeat { subtask: u32, next_seq: u64 },
+    Ready {
+        subtask: u32,
+        pid: u32,
+    },
+    Heartbeat {
+        subtask: u32,
+        next_seq: u64,
+    },
     /// Checkpoint `id` taken: the subtask's state for it.
-    Ack { subtask: u32, id: u64, state: SubtaskState },
+    Ack {
+        subtask: u32,
+        id: u64,
+        state: SubtaskState,
+    },
     /// Every committable up to `id` is settled (committed or dropped).
-    Committed { subtask: u32, id: u64 },
+    Committed {
+        subtask: u32,
+        id: u64,
+    },
     /// The source is exhausted (`next_seq` = records) and everything written
     /// is in a transaction that the next checkpoint will pre-commit.
-    EndOfInput { subtask: u32 },
+    EndOfInput {
+        subtask: u32,
+    },
     /// Something the history should keep (the coordinator writes it).
-    Event { event: EventKind },
+    Event {
+        event: EventKind,
+    },
     /// A failure the worker cannot recover from: the job must fail over.
-    Failed { subtask: u32, error: String },
+    Failed {
+        subtask: u32,
+        error: String,
+    },
 }
 
 /// Result of one commit of one committable.
@@ -190,9 +210,13 @@ pub enum CommitOutcome {
     /// Logged and dropped, as Flink's KafkaCommitter does for ProducerFenced,
     /// InvalidTxnState and UnknownProducerId: data of this transaction is lost
     /// if the broker aborted it.
-    Dropped { error: String },
+    Dropped {
+        error: String,
+    },
     /// Not settled: the job fails over and retries on restore.
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 /// Who wrote a history event.
@@ -226,18 +250,52 @@ pub struct Event {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum EventKind {
     // --- job lifecycle (coordinator) ---
-    JobStarted { attempt: u32, restored_from: Option<u64> },
-    WorkerStarted { subtask: u32, pid: u32, attempt: u32 },
-    WorkerExited { subtask: u32, status: String, expected: bool },
-    FailureDetected { subtask: Option<u32>, reason: String },
-    Restarting { attempt: u32, from_checkpoint: Option<u64>, delay_ms: u64 },
-    JobFinished { outcome: String, attempts: u32 },
+    JobStarted {
+        attempt: u32,
+        restored_from: Option<u64>,
+    },
+    WorkerStarted {
+        subtask: u32,
+        pid: u32,
+        attempt: u32,
+    },
+    WorkerExited {
+        subtask: u32,
+        status: String,
+        expected: bool,
+    },
+    FailureDetected {
+        subtask: Option<u32>,
+        reason: String,
+    },
+    Restarting {
+        attempt: u32,
+        from_checkpoint: Option<u64>,
+        delay_ms: u64,
+    },
+    JobFinished {
+        outcome: String,
+        attempts: u32,
+    },
     // --- checkpoints (coordinator) ---
-    CheckpointTriggered { id: u64 },
-    CheckpointAcked { id: u64, subtask: u32 },
-    CheckpointPersisted { id: u64, path: String },
-    CheckpointNotified { id: u64 },
-    CheckpointAborted { id: u64, reason: String },
+    CheckpointTriggered {
+        id: u64,
+    },
+    CheckpointAcked {
+        id: u64,
+        subtask: u32,
+    },
+    CheckpointPersisted {
+        id: u64,
+        path: String,
+    },
+    CheckpointNotified {
+        id: u64,
+    },
+    CheckpointAborted {
+        id: u64,
+        reason: String,
+    },
     // --- transactions (workers) ---
     /// InitProducerId answered.
     ProducerInit {
@@ -249,10 +307,20 @@ pub enum EventKind {
         keep_prepared_txn: bool,
         protocol: TxnProtocol,
     },
-    TxnOpened { transactional_id: String, checkpoint: u64 },
+    TxnOpened {
+        transactional_id: String,
+        checkpoint: u64,
+    },
     /// Flushed (and for kip939 prepared) at a checkpoint barrier.
-    TxnPrecommitted { committable: Committable, flush_us: u64 },
-    CommitStarted { transactional_id: String, checkpoint: u64, restored: bool },
+    TxnPrecommitted {
+        committable: Committable,
+        flush_us: u64,
+    },
+    CommitStarted {
+        transactional_id: String,
+        checkpoint: u64,
+        restored: bool,
+    },
     CommitFinished {
         transactional_id: String,
         checkpoint: u64,
@@ -261,19 +329,47 @@ pub enum EventKind {
         outcome: CommitOutcome,
         latency_us: u64,
     },
-    TxnAborted { transactional_id: String, producer_id: i64, epoch: i16, reason: String },
+    TxnAborted {
+        transactional_id: String,
+        producer_id: i64,
+        epoch: i16,
+        reason: String,
+    },
     /// A lingering transaction found on restore by probing (Flink's PROBING abort strategy).
-    LingeringAborted { transactional_id: String, epoch: i16 },
+    LingeringAborted {
+        transactional_id: String,
+        epoch: i16,
+    },
     /// The broker cannot run this mode (e.g. KeepPreparedTxn → UNSUPPORTED_VERSION).
-    Unsupported { what: String, error: String },
+    Unsupported {
+        what: String,
+        error: String,
+    },
     /// A produce acknowledged: sampled for latency, not per record.
-    ProduceAcked { records: u64, latency_us: u64 },
+    ProduceAcked {
+        records: u64,
+        latency_us: u64,
+    },
     // --- faults ---
-    FaultStarted { name: String, fault: String, effect: serde_json::Value },
-    FaultEnded { name: String, fault: String, effect: serde_json::Value },
-    FaultSkipped { name: String, fault: String, reason: String },
+    FaultStarted {
+        name: String,
+        fault: String,
+        effect: serde_json::Value,
+    },
+    FaultEnded {
+        name: String,
+        fault: String,
+        effect: serde_json::Value,
+    },
+    FaultSkipped {
+        name: String,
+        fault: String,
+        reason: String,
+    },
     // --- other ---
-    Note { text: String },
+    Note {
+        text: String,
+    },
 }
 
 /// Record layout (the checker parses what the source writes).

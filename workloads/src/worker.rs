@@ -1,11 +1,283 @@
-//! The worker process: one subtask of the job. STUB: the contract; the
-//! implementation replaces the `todo!()`.
+//! The worker process: one subtask of the job, driven by the coordinator over
+//! the control channel.
+//!
+//! The order of operations is Flink's: on start the writer restores
+//! (`KafkaCommitter` commits the restored committables, then
+//! `ExactlyOnceKafkaWriter` aborts lingering transactions) and opens the
+//! transaction for the next checkpoint; records flow into it; at a barrier
+//! the writer pre-commits and opens the next transaction, and the subtask
+//! acks with its source position and the committables not yet committed;
+//! when a checkpoint is complete, `CommitterOperator` commits every
+//! committable up to it, in order (a lost notification is covered by the
+//! next one).
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-use crate::model::WorkerConfig;
+use anyhow::{anyhow, Context};
+use tokio::time::MissedTickBehavior;
+use tracing::{debug, error, info};
+
+use crate::control::{Channel, ChannelReader, ChannelWriter};
+use crate::model::{CommitOutcome, Committable, EventKind, FromWorker, SubtaskState, ToWorker, WorkerConfig};
+use crate::sink::{naming, AnySink, Sink, SinkError};
+use crate::source::Source;
+
+/// Records handed to the sink per turn of the loop when unthrottled, so the
+/// control channel and timers are looked at in between.
+const BATCH: u64 = 256;
 
 /// Runs one subtask attempt until the coordinator says Stop (Ok) or the
 /// subtask fails (Err: the process exits non-zero and the job fails over).
-pub async fn run(_config: WorkerConfig, _control: &Path) -> anyhow::Result<()> {
-    todo!()
+pub async fn run(config: WorkerConfig, control: &Path) -> anyhow::Result<()> {
+    let channel = Channel::connect(control)
+        .await
+        .with_context(|| format!("connecting to the coordinator at {}", control.display()))?;
+    let (rx, tx) = channel.into_split();
+    let subtask = config.subtask;
+    let mut w = Worker { subtask, tx };
+    info!(subtask, mode = %config.mode, attempt = config.attempt, restore = ?config.restore.as_ref().map(|r| r.0), "worker starting");
+    let result = w.run(config, rx).await;
+    match result {
+        Ok(()) => {
+            info!(subtask, "worker stopped");
+            Ok(())
+        }
+        Err(e) => {
+            let text = match &e {
+                Failure::Unsupported { what, error } => {
+                    let _ =
+                        w.tx.send(&FromWorker::Event {
+                            event: EventKind::Unsupported { what: what.clone(), error: error.clone() },
+                        })
+                        .await;
+                    format!("unsupported by the broker: {what}: {error}")
+                }
+                Failure::Other(e) => format!("{e:#}"),
+            };
+            error!(subtask, error = %text, "worker failed");
+            let _ = w.tx.send(&FromWorker::Failed { subtask, error: text.clone() }).await;
+            Err(anyhow!(text))
+        }
+    }
+}
+
+enum Failure {
+    Unsupported { what: String, error: String },
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Other(anyhow::Error::new(e).context("control channel"))
+    }
+}
+
+impl From<SinkError> for Failure {
+    fn from(e: SinkError) -> Self {
+        match e {
+            SinkError::Unsupported { what, error } => Failure::Unsupported { what, error },
+            SinkError::Failed(s) => Failure::Other(anyhow!(s)),
+        }
+    }
+}
+
+struct Worker {
+    subtask: u32,
+    tx: ChannelWriter,
+}
+
+impl Worker {
+    async fn send(&mut self, msg: FromWorker) -> Result<(), Failure> {
+        self.tx.send(&msg).await?;
+        Ok(())
+    }
+
+    async fn forward_events(&mut self, sink: &mut AnySink) -> Result<(), Failure> {
+        for event in sink.take_events() {
+            self.send(FromWorker::Event { event }).await?;
+        }
+        Ok(())
+    }
+
+    /// Commits one committable with the history events around it.
+    async fn commit(&mut self, sink: &mut AnySink, c: &Committable, restored: bool) -> Result<CommitOutcome, Failure> {
+        self.send(FromWorker::Event {
+            event: EventKind::CommitStarted {
+                transactional_id: c.transactional_id.clone(),
+                checkpoint: c.checkpoint,
+                restored,
+            },
+        })
+        .await?;
+        let start = Instant::now();
+        let outcome = sink.commit(c, restored).await;
+        let latency_us = start.elapsed().as_micros() as u64;
+        self.forward_events(sink).await?;
+        self.send(FromWorker::Event {
+            event: EventKind::CommitFinished {
+                transactional_id: c.transactional_id.clone(),
+                checkpoint: c.checkpoint,
+                restored,
+                outcome: outcome.clone(),
+                latency_us,
+            },
+        })
+        .await?;
+        if let CommitOutcome::Failed { error } = &outcome {
+            // Flink's `signalFailedWithUnknownReason`: the job fails over.
+            return Err(Failure::Other(anyhow!(
+                "commit of {} (checkpoint {}) failed: {error}",
+                c.transactional_id,
+                c.checkpoint
+            )));
+        }
+        Ok(outcome)
+    }
+
+    async fn run(&mut self, config: WorkerConfig, mut rx: ChannelReader) -> Result<(), Failure> {
+        let subtask = self.subtask;
+        let mut sink = AnySink::new(&config)?;
+        let (restored, state) = match &config.restore {
+            Some((id, st)) => (Some(*id), st.clone()),
+            None => (None, SubtaskState::default()),
+        };
+
+        // --- restore: commit what the checkpoint holds, in checkpoint order,
+        // then abort what was left open after it.
+        let mut restored_committables = state.committables.clone();
+        restored_committables.sort_by_key(|c| c.checkpoint);
+        for c in &restored_committables {
+            self.commit(&mut sink, c, true).await?;
+        }
+        let restore_result = sink.restore(restored, &restored_committables).await;
+        self.forward_events(&mut sink).await?;
+        restore_result?;
+
+        let mut source = Source::new(&config, state.next_seq);
+        self.send(FromWorker::Ready { subtask, pid: std::process::id() }).await?;
+
+        let open_result = sink.open(naming::first_checkpoint(restored)).await;
+        self.forward_events(&mut sink).await?;
+        open_result?;
+
+        // Committables pre-committed by this attempt, not yet committed.
+        let mut pending: BTreeMap<u64, Committable> = BTreeMap::new();
+        let mut last_checkpoint = restored.unwrap_or(0);
+        let mut last_completed = restored.unwrap_or(0);
+        let mut end_sent = false;
+        if source.exhausted() {
+            self.send(FromWorker::EndOfInput { subtask }).await?;
+            end_sent = true;
+        }
+
+        let mut heartbeat = tokio::time::interval(Duration::from_millis(config.heartbeat_ms.max(1)));
+        heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut poll = tokio::time::interval(Duration::from_millis(config.linger_ms.clamp(1, 100)));
+        poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
+
+        loop {
+            tokio::select! {
+                biased;
+                msg = rx.recv::<ToWorker>() => {
+                    let Some(msg) = msg? else {
+                        return Err(Failure::Other(anyhow!("the coordinator closed the control channel")));
+                    };
+                    debug!(subtask, ?msg, "control");
+                    match msg {
+                        ToWorker::Checkpoint { id } => {
+                            if id <= last_checkpoint {
+                                return Err(Failure::Other(anyhow!(
+                                    "checkpoint {id} after checkpoint {last_checkpoint}: ids must increase"
+                                )));
+                            }
+                            last_checkpoint = id;
+                            let result = sink.precommit(id).await;
+                            let pre = match result {
+                                Ok(p) => p,
+                                Err(e) => {
+                                    self.forward_events(&mut sink).await?;
+                                    return Err(e.into());
+                                }
+                            };
+                            if let Some(c) = pre.committable {
+                                self.send(FromWorker::Event {
+                                    event: EventKind::TxnPrecommitted { committable: c.clone(), flush_us: pre.flush_us },
+                                })
+                                .await?;
+                                pending.insert(c.checkpoint, c);
+                            }
+                            self.forward_events(&mut sink).await?;
+                            let state = SubtaskState {
+                                next_seq: source.next_seq(),
+                                committables: pending.values().cloned().collect(),
+                            };
+                            info!(subtask, id, next_seq = state.next_seq, pending = state.committables.len(), "checkpoint acked");
+                            self.send(FromWorker::Ack { subtask, id, state }).await?;
+                        }
+                        ToWorker::Complete { id } => {
+                            last_completed = last_completed.max(id);
+                            let due: Vec<u64> = pending.range(..=last_completed).map(|(k, _)| *k).collect();
+                            for k in due {
+                                let c = pending.remove(&k).expect("listed above");
+                                self.commit(&mut sink, &c, false).await?;
+                            }
+                            self.send(FromWorker::Committed { subtask, id }).await?;
+                        }
+                        ToWorker::Stop => {
+                            info!(subtask, pending = pending.len(), "stop");
+                            sink.close().await;
+                            self.forward_events(&mut sink).await?;
+                            return Ok(());
+                        }
+                    }
+                }
+                _ = heartbeat.tick() => {
+                    self.send(FromWorker::Heartbeat { subtask, next_seq: source.next_seq() }).await?;
+                }
+                _ = poll.tick() => {
+                    let r = sink.poll().await;
+                    self.forward_events(&mut sink).await?;
+                    r?;
+                }
+                _ = source.ready() => {
+                    for record in source.take(BATCH) {
+                        sink.write(record).await?;
+                    }
+                    if source.exhausted() && !end_sent {
+                        info!(subtask, records = config.records, "end of input");
+                        self.send(FromWorker::EndOfInput { subtask }).await?;
+                        end_sent = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Partitioning;
+
+    /// The coordinator's tests run workers in spawned tasks: the future must be Send.
+    #[test]
+    fn run_is_send() {
+        fn is_send<T: Send>(_: T) {}
+        is_send(run(crate::source::test_config(1, 0, 1, Partitioning::RoundRobin), Path::new("/nonexistent")));
+    }
+
+    #[tokio::test]
+    async fn no_coordinator_is_an_error() {
+        let err = run(crate::source::test_config(1, 0, 1, Partitioning::RoundRobin), Path::new("/nonexistent/socket"))
+            .await
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("connecting to the coordinator"), "{err:#}");
+    }
 }

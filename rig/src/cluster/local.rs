@@ -244,6 +244,10 @@ impl LocalCluster {
             return Err(ClusterError::NodeCount(spec.nodes));
         }
         let addrs = ports::allocate(spec.nodes, spec.base_port)?;
+        // The JVMs run inside their node directories: every path handed to
+        // them must be absolute.
+        let mut spec = spec;
+        spec.dir = std::path::absolute(&spec.dir).map_err(io(format!("resolving {}", spec.dir.display())))?;
         fs::create_dir_all(&spec.dir).map_err(io(format!("creating {}", spec.dir.display())))?;
         let cluster_id = new_cluster_id();
         let mut nodes = Vec::new();

@@ -1,6 +1,12 @@
 //! The runner: one sink mode of one scenario, end to end — worker processes,
-//! the checkpoint coordinator, the fault schedule, the history. STUB: the
-//! contract; the implementation replaces the `todo!()`.
+//! the checkpoint coordinator, the fault schedule, the history.
+//!
+//! - [`coordinator`]: checkpoints and failover (Flink's `CheckpointCoordinator`
+//!   and restart-all failover), the job's state machine;
+//! - [`workers`]: starting, signalling and reaping the `sinkhole worker` processes;
+//! - [`checkpoints`]: the durable store of complete checkpoints;
+//! - [`history`]: `history.jsonl`, written as things happen;
+//! - [`faults`]: the fault schedule's triggers, targets and cluster actions.
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -8,6 +14,15 @@ use sinkhole_workloads::model::SinkMode;
 
 use crate::cluster::local::LocalCluster;
 use crate::scenario::Scenario;
+
+pub mod checkpoints;
+pub mod coordinator;
+pub mod faults;
+pub mod history;
+pub mod workers;
+
+#[cfg(test)]
+mod tests;
 
 /// One mode's run, on a cluster that is already up and a topic that exists.
 pub struct ModeRun<'a> {
@@ -61,6 +76,21 @@ pub struct ModeOutcome {
     pub wall_ms: u64,
 }
 
-pub async fn run_mode(_run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
-    todo!()
+/// Runs one mode of the scenario on `run.cluster` (already up, topic created)
+/// until the job finishes, fails or turns out unsupported; every fault still
+/// in effect is healed before it returns, so the topic can be read.
+pub async fn run_mode(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
+    let config = coordinator::JobConfig {
+        run_id: run.run_id.clone(),
+        mode: run.mode,
+        dir: run.dir.clone(),
+        job: run.scenario.job.clone(),
+        topic: run.topic.clone(),
+        partitions: run.scenario.topic.partitions,
+        tid_prefix: run.tid_prefix.clone(),
+        faults: run.scenario.faults.clone(),
+        progress: run.progress,
+    };
+    let launcher = workers::ProcessLauncher::new(run.sinkhole_bin.clone());
+    coordinator::Coordinator::new(config, launcher, run.cluster)?.run().await
 }

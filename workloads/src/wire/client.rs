@@ -43,7 +43,8 @@ use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
     DescribeConfigsRequest, DescribeConfigsResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
     EndTxnRequest, EndTxnResponse, FindCoordinatorRequest, FindCoordinatorResponse, ListTransactionsRequest,
-    ListTransactionsResponse, MetadataRequest, MetadataResponse, ProducerId, TopicName, TransactionalId,
+    ListTransactionsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, ProducerId,
+    TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Message, StrBytes};
 use tracing::{debug, info, warn};
@@ -954,6 +955,28 @@ impl Client {
         Ok(InitProducerIdAnswer { error: KafkaCode::from_code(r.error_code), outcome })
     }
 
+    // ----- Produce -------------------------------------------------------------
+
+    /// One Produce exchange with the broker `node_id` (a partition leader),
+    /// at the highest version in `min_version..=max_version` the broker also
+    /// supports. Not retried: per-partition error codes come back in the
+    /// reply for the caller to classify (Java's `Sender.completeBatch` decides
+    /// per batch), and a transport error drops the connection and is returned.
+    /// Returns the reply and the version that was sent.
+    pub async fn produce(
+        &mut self,
+        node_id: i32,
+        request: &ProduceRequest,
+        min_version: i16,
+        max_version: i16,
+    ) -> Result<(ProduceResponse, i16), WireError> {
+        self.ensure_known(node_id).await?;
+        let version = self.conn(node_id).await?.versions.negotiate(ApiKey::Produce, min_version, max_version)?;
+        let body = encode_body(request, version, "Produce")?;
+        let reply = self.send_raw_to(node_id, ApiKey::Produce, version, &body).await?;
+        Ok((decode_body::<ProduceResponse>(reply, version, "Produce")?, version))
+    }
+
     // ----- AddPartitionsToTxn / EndTxn ---------------------------------------
 
     /// Adds partitions to the ongoing transaction, Transactions V1 style
@@ -1464,6 +1487,7 @@ mod tests {
         assert_send(client.create_topic("t", 1, 1, &[]));
         assert_send(client.describe_broker_configs(1, &[]));
         assert_send(client.metadata(None));
+        assert_send(client.produce(1, &ProduceRequest::default(), 3, 12));
         assert_send(Client::connect(&[], ClientConfig::default()));
     }
 

@@ -1,0 +1,534 @@
+//! `sinkhole run FILE`: one scenario, every mode in turn on one cluster.
+//!
+//! [`plan`] does everything that needs no broker (load, validate, resolve
+//! modes and version, name the run), [`execute`] starts the cluster and runs
+//! the modes: topic, runner, checker, verdict. [`render_table`] and
+//! [`exit_code`] turn the verdicts into what a user and a CI job read.
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context};
+use serde::{Deserialize, Serialize};
+use sinkhole_workloads::model::SinkMode;
+use sinkhole_workloads::wire::client::{Client, ClientConfig};
+
+use crate::checker::{self, CheckSpec, Expected};
+use crate::cluster::local::{LocalCluster, LocalSpec};
+use crate::install;
+use crate::runner::{self, JobOutcome, ModeOutcome, ModeRun};
+use crate::scenario::{self, Scenario};
+use crate::verdict::{self, Outcome, Verdict, VerdictInput};
+
+/// The command line of `sinkhole run`.
+#[derive(Debug, Clone, Default)]
+pub struct RunArgs {
+    pub file: PathBuf,
+    /// Mode names; empty = the scenario's.
+    pub modes: Vec<String>,
+    pub kafka: Option<String>,
+    pub seed: Option<u64>,
+    pub results: PathBuf,
+    pub json: bool,
+}
+
+/// Exit 2 (the input) or exit 1 (the work).
+#[derive(Debug)]
+pub enum RunError {
+    BadInput(anyhow::Error),
+    Failed(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for RunError {
+    fn from(e: E) -> Self {
+        RunError::Failed(e.into())
+    }
+}
+
+/// A resolved run: what will run, where its results go.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The scenario with `--mode` and `--kafka` applied.
+    pub scenario: Scenario,
+    pub source: PathBuf,
+    pub seed: u64,
+    pub run_id: String,
+    /// Short, for transactional ids.
+    pub short_id: String,
+    pub dir: PathBuf,
+}
+
+impl Plan {
+    pub fn mode_dir(&self, m: SinkMode) -> PathBuf {
+        self.dir.join(m.name())
+    }
+    pub fn topic(&self, m: SinkMode) -> String {
+        format!("sinkhole-{}-{}", self.run_id, m.name())
+    }
+    pub fn tid_prefix(&self, m: SinkMode) -> String {
+        format!("sinkhole-{}-{}", self.short_id, m.name())
+    }
+}
+
+/// UTC `yyyymmddThhmmss` for a Unix time (civil-from-days, H. Hinnant's algorithm).
+pub fn timestamp(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// 8 hex digits (FNV-1a of the run id): unique enough per run, short enough
+/// for transactional ids (`sinkhole-<short>-<mode>-<subtask>-<checkpoint>`).
+fn short_id(run_id: &str) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in run_id.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    format!("{h:08x}")
+}
+
+/// Loads and validates the scenario and applies the command line.
+pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
+    let mut s = scenario::load(&args.file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
+    if !args.modes.is_empty() {
+        let mut modes = Vec::new();
+        for name in &args.modes {
+            let m = SinkMode::parse(name).ok_or_else(|| {
+                RunError::BadInput(anyhow!(
+                    "--mode {name}: unknown mode; known modes: {}",
+                    SinkMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+        s.expect.retain(|m, _| modes.contains(m));
+        s.modes = modes;
+    }
+    if let Some(k) = &args.kafka {
+        let v = install::parse_versions(k).map_err(|e| RunError::BadInput(e.into()))?;
+        if v.len() != 1 {
+            return Err(RunError::BadInput(anyhow!("--kafka takes one version, got {}", v.join(","))));
+        }
+        s.cluster.kafka = v[0].clone();
+    }
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let run_id = format!("{}-{}-{seed}", s.name, timestamp(now_unix_s));
+    let dir = args.results.join(&run_id);
+    Ok(Plan { scenario: s, source: args.file.clone(), seed, short_id: short_id(&run_id), run_id, dir })
+}
+
+/// One row of the summary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModeSummary {
+    pub mode: SinkMode,
+    pub outcome: Outcome,
+    pub expected_met: Option<bool>,
+    pub expected: String,
+    pub reason: String,
+    pub counts: checker::Counts,
+    pub verdict: Option<PathBuf>,
+}
+
+/// `results/<run-id>/summary.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub run_id: String,
+    pub scenario: String,
+    pub source: PathBuf,
+    pub kafka: String,
+    pub seed: u64,
+    pub dir: PathBuf,
+    pub modes: Vec<ModeSummary>,
+    pub exit_code: u8,
+}
+
+pub fn summarize(v: &Verdict, path: Option<PathBuf>) -> ModeSummary {
+    ModeSummary {
+        mode: v.mode,
+        outcome: v.outcome,
+        expected_met: v.expected_met,
+        expected: verdict::expectation_text(v.expectation.as_ref()),
+        reason: v.reason.clone(),
+        counts: v.counts,
+        verdict: path,
+    }
+}
+
+/// 0 when every mode met its expectation, was honestly inconclusive or only
+/// observed; 1 when any failed.
+pub fn exit_code(modes: &[ModeSummary]) -> u8 {
+    if modes.iter().any(|m| m.outcome == Outcome::Fail) {
+        1
+    } else {
+        0
+    }
+}
+
+/// `mode | records | committed | lost | duplicated | outcome | expected`,
+/// then the reason of each mode.
+pub fn render_table(modes: &[ModeSummary]) -> String {
+    let head = ["mode", "records", "committed", "lost", "duplicated", "outcome", "expected"];
+    let rows: Vec<[String; 7]> = modes
+        .iter()
+        .map(|m| {
+            let expected = match m.expected_met {
+                Some(true) => format!("{} (met)", m.expected),
+                Some(false) => format!("{} (NOT met)", m.expected),
+                None => m.expected.clone(),
+            };
+            [
+                m.mode.name().to_string(),
+                m.counts.expected.to_string(),
+                m.counts.committed.to_string(),
+                m.counts.lost.to_string(),
+                m.counts.duplicated.to_string(),
+                m.outcome.name().to_string(),
+                expected,
+            ]
+        })
+        .collect();
+    let mut w = head.map(str::len);
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = w[i] - c.chars().count();
+                // numbers right-aligned, words left
+                if (1..=4).contains(&i) {
+                    format!("{}{c}", " ".repeat(pad))
+                } else {
+                    format!("{c}{}", " ".repeat(pad))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = line(&head.map(String::from));
+    out.push('\n');
+    out.push_str(&w.iter().map(|n| "-".repeat(*n)).collect::<Vec<_>>().join("-|-"));
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    for m in modes {
+        out.push_str(&format!("{}: {}\n", m.mode.name(), m.reason));
+    }
+    out
+}
+
+fn progress(line: &str) {
+    eprintln!("sinkhole: {line}");
+}
+
+/// The broker settings of the run: the scenario's, plus what the
+/// two-phase-commit modes need unless the scenario set them (KIP-939:
+/// `transaction.two.phase.commit.enable`, and InitProducerId v6 is an
+/// unstable API version in every release so far).
+pub fn broker_config(s: &Scenario) -> std::collections::BTreeMap<String, String> {
+    let mut m: std::collections::BTreeMap<String, String> =
+        s.cluster.broker_config.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+    for (k, v) in [("transaction.two.phase.commit.enable", "true"), ("unstable.api.versions.enable", "true")] {
+        m.entry(k.to_string()).or_insert_with(|| v.to_string());
+    }
+    m
+}
+
+/// How long the drain waits for partitions to reach their high-water mark:
+/// long enough for the broker to abort a transaction left open by a crash
+/// (its timeout, then up to two abort scans), with a floor.
+pub fn drain_timeout(s: &Scenario) -> Duration {
+    let scan = s
+        .cluster
+        .broker_config
+        .get("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+        .and_then(|v| v.to_string().parse::<u64>().ok())
+        .unwrap_or(10_000);
+    let ms = (s.job.transaction_timeout_ms.max(0) as u64).saturating_add(2 * scan).saturating_add(5_000);
+    Duration::from_millis(ms.max(15_000))
+}
+
+/// Writes the resolved scenario, starts the cluster, runs every mode, writes
+/// the verdicts and the summary, tears the cluster down.
+pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
+    let s = &plan.scenario;
+    std::fs::create_dir_all(&plan.dir).with_context(|| format!("creating {}", plan.dir.display()))?;
+    let yaml = serde_saphyr::to_string(s).context("rendering the resolved scenario")?;
+    std::fs::write(
+        plan.dir.join("scenario.yaml"),
+        format!("# resolved from {} (run {}, seed {})\n{yaml}", plan.source.display(), plan.run_id, plan.seed),
+    )
+    .context("writing scenario.yaml")?;
+
+    let dist = install::ensure(&s.cluster.kafka, &mut |l| progress(l)).map_err(|e| {
+        if e.is_bad_input() {
+            RunError::BadInput(e.into())
+        } else {
+            RunError::Failed(e.into())
+        }
+    })?;
+    let mut spec = LocalSpec::new(dist, s.cluster.brokers, plan.dir.join("cluster"));
+    spec.broker_config = broker_config(s);
+    spec.remove_dir_on_teardown = false;
+    progress(&format!("starting {} broker(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
+    let mut cluster = LocalCluster::start(spec).await.context("starting the cluster")?;
+    progress(&format!("cluster ready at {}", cluster.bootstrap()));
+
+    let mut modes = Vec::new();
+    for &mode in &s.modes {
+        let row = run_one(plan, &mut cluster, mode).await;
+        let row = match row {
+            Ok(r) => r,
+            Err(e) => {
+                // The rig itself failed for this mode: no verdict on the sink,
+                // but the run has failed; go on with the other modes.
+                let reason = format!("the rig failed: {e:#}");
+                progress(&format!("{mode}: {reason}"));
+                ModeSummary {
+                    mode,
+                    outcome: Outcome::Fail,
+                    expected_met: None,
+                    expected: verdict::expectation_text(s.expect.get(&mode)),
+                    reason,
+                    counts: checker::Counts::default(),
+                    verdict: None,
+                }
+            }
+        };
+        modes.push(row);
+    }
+    cluster.teardown();
+
+    let summary = Summary {
+        run_id: plan.run_id.clone(),
+        scenario: s.name.clone(),
+        source: plan.source.clone(),
+        kafka: s.cluster.kafka.clone(),
+        seed: plan.seed,
+        dir: plan.dir.clone(),
+        exit_code: exit_code(&modes),
+        modes,
+    };
+    std::fs::write(plan.dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")
+        .context("writing summary.json")?;
+    Ok(summary)
+}
+
+async fn run_one(plan: &Plan, cluster: &mut LocalCluster, mode: SinkMode) -> anyhow::Result<ModeSummary> {
+    let s = &plan.scenario;
+    let dir = plan.mode_dir(mode);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let topic = plan.topic(mode);
+    let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await?;
+    let configs: Vec<(String, String)> = s
+        .topic
+        .min_insync_replicas
+        .map(|m| vec![("min.insync.replicas".to_string(), m.to_string())])
+        .unwrap_or_default();
+    client
+        .create_topic(&topic, s.topic.partitions as i32, s.topic.replication_factor as i16, &configs)
+        .await
+        .with_context(|| format!("creating topic {topic}"))?;
+    drop(client);
+    progress(&format!("{mode}: topic {topic} ready; running the job"));
+
+    let outcome: ModeOutcome = runner::run_mode(ModeRun {
+        run_id: plan.run_id.clone(),
+        mode,
+        scenario: s,
+        dir: dir.clone(),
+        cluster,
+        topic: topic.clone(),
+        tid_prefix: plan.tid_prefix(mode),
+        // /proc/self/exe names this very binary even if a rebuild replaced
+        // the file on disk during a long run; current_exe() would then point
+        // at "... (deleted)".
+        sinkhole_bin: if std::path::Path::new("/proc/self/exe").exists() {
+            std::path::PathBuf::from("/proc/self/exe")
+        } else {
+            std::env::current_exe().context("locating the sinkhole binary")?
+        },
+        seed: plan.seed,
+        // Progress goes to stderr; --json keeps stdout for the summary.
+        progress: true,
+    })
+    .await
+    .with_context(|| format!("running mode {mode}"))?;
+
+    // A mode the broker cannot run wrote nothing worth checking.
+    let report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
+        None
+    } else {
+        progress(&format!("{mode}: job {:?}; draining {topic}", outcome.job));
+        let spec = CheckSpec {
+            bootstrap: cluster.bootstrap(),
+            topic: topic.clone(),
+            expected: Expected {
+                run_id: plan.run_id.clone(),
+                parallelism: s.job.parallelism,
+                records_per_subtask: s.job.records_per_subtask,
+            },
+            history: Some(outcome.history.clone()),
+            dir: dir.clone(),
+            timeout: drain_timeout(s),
+        };
+        Some(checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
+    };
+    let mut v = verdict::build(VerdictInput {
+        scenario: &s.name,
+        run_id: &plan.run_id,
+        mode,
+        expectation: s.expect.get(&mode),
+        outcome: &outcome,
+        report: report.as_ref(),
+        kafka: &s.cluster.kafka,
+        seed: plan.seed,
+        drained: dir.join(checker::store::FILE_NAME),
+    });
+    // Unchecked (unsupported): still say how many records the job was for.
+    v.counts.expected = u64::from(s.job.parallelism) * s.job.records_per_subtask;
+    let path = verdict::write(&dir, &v).context("writing verdict.json")?;
+    progress(&format!("{mode}: {} — {}", v.outcome.name(), v.reason));
+    Ok(summarize(&v, Some(path)))
+}
+
+/// `sinkhole run`: returns the exit code (0 or 1) after printing the table.
+pub async fn run(args: RunArgs) -> Result<u8, RunError> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let plan = plan(&args, now)?;
+    progress(&format!(
+        "run {} (seed {}; replay with --seed {}), results in {}",
+        plan.run_id,
+        plan.seed,
+        plan.seed,
+        plan.dir.display()
+    ));
+    let summary = execute(&plan).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", render_table(&summary.modes));
+        println!("results: {}", summary.dir.display());
+    }
+    Ok(summary.exit_code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenarios() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+    }
+
+    fn args(file: &str) -> RunArgs {
+        RunArgs { file: scenarios().join(file), results: "/tmp/r".into(), seed: Some(7), ..RunArgs::default() }
+    }
+
+    #[test]
+    fn timestamps_are_utc() {
+        assert_eq!(timestamp(0), "19700101T000000");
+        assert_eq!(timestamp(951_782_400), "20000229T000000");
+        assert_eq!(timestamp(1_787_400_000 + 3_723), "20260822T130203");
+    }
+
+    #[test]
+    fn plan_names_the_run_and_applies_the_command_line() {
+        let p = plan(&args("flip319-long-outage.yaml"), 1_787_400_000).unwrap();
+        assert_eq!(p.run_id, "flip319-long-outage-20260822T120000-7");
+        assert_eq!(p.dir, PathBuf::from("/tmp/r/flip319-long-outage-20260822T120000-7"));
+        assert_eq!(p.topic(SinkMode::Legacy), "sinkhole-flip319-long-outage-20260822T120000-7-legacy");
+        assert!(p.tid_prefix(SinkMode::Kip939).starts_with("sinkhole-") && p.tid_prefix(SinkMode::Kip939).len() <= 30);
+        assert_eq!(p.scenario.modes.len(), 3);
+
+        let mut a = args("flip319-long-outage.yaml");
+        a.modes = vec!["legacy".into(), "legacy".into()];
+        a.kafka = Some("4.0.2".into());
+        let p = plan(&a, 0).unwrap();
+        assert_eq!(p.scenario.modes, vec![SinkMode::Legacy]);
+        assert_eq!(p.scenario.expect.keys().copied().collect::<Vec<_>>(), vec![SinkMode::Legacy]);
+        assert_eq!(p.scenario.cluster.kafka, "4.0.2");
+
+        a.modes = vec!["flink".into()];
+        let Err(RunError::BadInput(e)) = plan(&a, 0) else { panic!("unknown mode accepted") };
+        assert!(e.to_string().contains("--mode flink: unknown mode"), "{e}");
+        let mut a = args("flip319-long-outage.yaml");
+        a.kafka = Some("four".into());
+        assert!(matches!(plan(&a, 0), Err(RunError::BadInput(_))));
+        let Err(RunError::BadInput(e)) = plan(&args("no-such.yaml"), 0) else { panic!("missing file accepted") };
+        assert!(e.to_string().contains("no-such.yaml"), "{e}");
+    }
+
+    #[test]
+    fn resolved_scenario_round_trips() {
+        let p = plan(&args("kill-restore.yaml"), 0).unwrap();
+        let yaml = serde_saphyr::to_string(&p.scenario).unwrap();
+        let back = scenario::from_str(&yaml, "resolved.yaml").unwrap();
+        assert_eq!(back, p.scenario);
+    }
+
+    #[test]
+    fn broker_config_adds_2pc_unless_set() {
+        let mut p = plan(&args("flip319-long-outage.yaml"), 0).unwrap();
+        let m = broker_config(&p.scenario);
+        assert_eq!(m["transaction.two.phase.commit.enable"], "true");
+        assert_eq!(m["unstable.api.versions.enable"], "true");
+        assert_eq!(m["transaction.abort.timed.out.transaction.cleanup.interval.ms"], "500");
+        p.scenario
+            .cluster
+            .broker_config
+            .insert("transaction.two.phase.commit.enable".into(), scenario::ConfigValue::Bool(false));
+        assert_eq!(broker_config(&p.scenario)["transaction.two.phase.commit.enable"], "false");
+        // 5000 ms timeout + 2 × 500 ms scans + 5 s
+        assert_eq!(drain_timeout(&p.scenario), Duration::from_millis(15_000));
+    }
+
+    #[test]
+    fn table_and_exit_code() {
+        let row = |mode, outcome, met: Option<bool>, expected: &str, lost| ModeSummary {
+            mode,
+            outcome,
+            expected_met: met,
+            expected: expected.into(),
+            reason: format!("{mode} reason"),
+            counts: checker::Counts { expected: 40000, committed: 40000 - lost, lost, duplicated: 0, unexpected: 0 },
+            verdict: None,
+        };
+        let rows = vec![
+            row(SinkMode::Legacy, Outcome::Pass, Some(true), "lost>0", 2000),
+            row(SinkMode::TwopcInject, Outcome::Pass, Some(true), "clean", 0),
+            row(SinkMode::Kip939, Outcome::Inconclusive, None, "clean", 0),
+        ];
+        let t = render_table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "mode         | records | committed | lost | duplicated | outcome      | expected");
+        assert_eq!(lines[2], "legacy       |   40000 |     38000 | 2000 |          0 | pass         | lost>0 (met)");
+        assert_eq!(lines[4], "kip939       |   40000 |     40000 |    0 |          0 | inconclusive | clean");
+        assert_eq!(lines[5], "legacy: legacy reason");
+        assert_eq!(exit_code(&rows), 0);
+        let mut rows = rows;
+        rows.push(row(SinkMode::AtLeastOnce, Outcome::Fail, Some(false), "duplicated>0", 0));
+        assert_eq!(exit_code(&rows), 1);
+        rows[3].outcome = Outcome::Observed;
+        assert_eq!(exit_code(&rows), 0);
+    }
+}

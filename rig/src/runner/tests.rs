@@ -1,0 +1,770 @@
+//! The coordinator's job state machine, driven by in-process fake workers that
+//! speak the real control protocol (`Channel` over the Unix socket) but write
+//! nothing to Kafka: each fake "emits" records by advancing its sequence,
+//! pre-commits at every barrier, commits on notification, and restores from
+//! the state the coordinator hands it. Broker faults need a cluster and are
+//! tested elsewhere; worker faults are exercised here through the fake
+//! launcher's signals.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use sinkhole_faults::process::{RunState, SignalEffect};
+use sinkhole_workloads::control::Channel;
+use sinkhole_workloads::model::{
+    CommitOutcome, Committable, Event, EventKind, FromWorker, Partitioning, SinkMode, Source, SubtaskState, ToWorker,
+    TxnProtocol, WorkerConfig,
+};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::checkpoints::CheckpointStore;
+use super::coordinator::{Coordinator, JobConfig};
+use super::faults::{Brokers, NoBrokers};
+use super::history;
+use super::workers::{LaunchSpec, Launcher};
+use super::{JobOutcome, ModeOutcome};
+use crate::cluster::local::{NodeAction, NodeEffect};
+use crate::scenario::{FaultKind, FaultSpec, JobSpec, Target, When};
+
+/// How the fakes misbehave.
+#[derive(Debug, Clone, Default)]
+struct Behavior {
+    /// (subtask, attempt, checkpoint): exit with an error right after acking it.
+    crash_after_ack: Vec<(u32, u32, u64)>,
+    /// Every worker reports `Failed` as soon as it is connected.
+    always_fail: bool,
+    /// Subtask 0 never acks this checkpoint.
+    ignore_checkpoint: Option<u64>,
+    /// Workers report the mode unsupported, then fail.
+    unsupported: Option<String>,
+    /// Restored committables are dropped (as legacy does after a timeout abort).
+    drop_restored: bool,
+    /// Records per 5 ms step.
+    step: u64,
+}
+
+struct FakeLauncher {
+    behavior: Arc<Behavior>,
+    next_pid: u32,
+    tasks: BTreeMap<u32, (JoinHandle<()>, watch::Sender<bool>)>,
+    statuses: Arc<Mutex<BTreeMap<u32, String>>>,
+    configs: Arc<Mutex<Vec<WorkerConfig>>>,
+}
+
+impl FakeLauncher {
+    fn new(behavior: Behavior) -> (FakeLauncher, Arc<Mutex<Vec<WorkerConfig>>>) {
+        let configs = Arc::new(Mutex::new(vec![]));
+        let l = FakeLauncher {
+            behavior: Arc::new(behavior),
+            next_pid: 4_000_000,
+            tasks: BTreeMap::new(),
+            statuses: Default::default(),
+            configs: configs.clone(),
+        };
+        (l, configs)
+    }
+}
+
+fn effect(pid: u32, signal: Signal, observed: RunState) -> SignalEffect {
+    SignalEffect { pid: pid as i32, signal: signal.as_str().into(), confirmed: true, observed, after_ms: 0 }
+}
+
+impl Launcher for FakeLauncher {
+    fn launch(&mut self, spec: LaunchSpec<'_>) -> anyhow::Result<u32> {
+        // The coordinator wrote the configuration it hands the worker.
+        let on_disk: WorkerConfig = serde_json::from_slice(&std::fs::read(spec.config_path)?)?;
+        assert_eq!(&on_disk, spec.config);
+        self.configs.lock().unwrap().push(on_disk.clone());
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let (tx, rx) = watch::channel(false);
+        let behavior = self.behavior.clone();
+        let control = spec.control.to_path_buf();
+        let statuses = self.statuses.clone();
+        let task = tokio::spawn(async move {
+            let r = fake_worker(on_disk, &control, pid, &behavior, rx).await;
+            let status = match r {
+                Ok(()) => "exit status: 0".to_string(),
+                Err(e) => format!("exit status: 1 ({e})"),
+            };
+            statuses.lock().unwrap().insert(pid, status);
+        });
+        self.tasks.insert(pid, (task, tx));
+        Ok(pid)
+    }
+
+    fn signal(&mut self, pid: u32, signal: Signal) -> Result<SignalEffect, String> {
+        let Some((task, paused)) = self.tasks.get(&pid) else { return Err(format!("no worker {pid}")) };
+        match signal {
+            Signal::SIGKILL => {
+                task.abort();
+                self.tasks.remove(&pid);
+                Ok(effect(pid, signal, RunState::Gone))
+            }
+            Signal::SIGSTOP => {
+                paused.send_replace(true);
+                Ok(effect(pid, signal, RunState::Stopped))
+            }
+            Signal::SIGCONT => {
+                paused.send_replace(false);
+                Ok(effect(pid, signal, RunState::Running))
+            }
+            other => Err(format!("the fake does not simulate {other}")),
+        }
+    }
+
+    fn exited(&mut self) -> Vec<(u32, String)> {
+        let mut statuses = self.statuses.lock().unwrap();
+        let done: Vec<u32> = self.tasks.iter().filter(|(_, (t, _))| t.is_finished()).map(|(&p, _)| p).collect();
+        done.into_iter()
+            .filter_map(|pid| {
+                let status = statuses.remove(&pid)?;
+                self.tasks.remove(&pid);
+                Some((pid, status))
+            })
+            .collect()
+    }
+
+    fn alive(&mut self, pid: u32) -> bool {
+        self.tasks.get(&pid).is_some_and(|(t, _)| !t.is_finished())
+    }
+}
+
+/// A subtask that writes nothing but keeps the books a real sink keeps.
+async fn fake_worker(
+    cfg: WorkerConfig,
+    control: &Path,
+    pid: u32,
+    b: &Behavior,
+    mut paused: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let s = cfg.subtask;
+    let (mut rd, mut wr) = Channel::connect(control).await.map_err(|e| e.to_string())?.into_split();
+    macro_rules! send {
+        ($m:expr) => {
+            wr.send(&$m).await.map_err(|e| e.to_string())?
+        };
+    }
+    let (mut next_seq, restored) = match &cfg.restore {
+        Some((_, st)) => (st.next_seq, st.committables.clone()),
+        None => (0, vec![]),
+    };
+    // Restore: settle the committables the checkpoint carries (Flink commits
+    // them at once on recovery).
+    for c in restored {
+        let outcome = if b.drop_restored {
+            CommitOutcome::Dropped { error: "PRODUCER_FENCED (90)".into() }
+        } else {
+            CommitOutcome::Committed
+        };
+        send!(FromWorker::Event {
+            event: EventKind::CommitFinished {
+                transactional_id: c.transactional_id,
+                checkpoint: c.checkpoint,
+                restored: true,
+                outcome,
+                latency_us: 1,
+            }
+        });
+    }
+    if let Some(error) = &b.unsupported {
+        send!(FromWorker::Event {
+            event: EventKind::Unsupported { what: "keepPreparedTxn".into(), error: error.clone() }
+        });
+        send!(FromWorker::Failed { subtask: s, error: error.clone() });
+        return Err(error.clone());
+    }
+    send!(FromWorker::Ready { subtask: s, pid });
+    if b.always_fail {
+        send!(FromWorker::Failed { subtask: s, error: "always failing".into() });
+        return Err("always failing".into());
+    }
+    let mut pending: Vec<Committable> = vec![];
+    let mut txn_first: Option<u64> = None;
+    let mut eoi = false;
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    let mut last_heartbeat = tokio::time::Instant::now();
+    loop {
+        if *paused.borrow() {
+            // SIGSTOP: nothing runs, nothing is read, no heartbeat.
+            paused.wait_for(|p| !*p).await.map_err(|e| e.to_string())?;
+            continue;
+        }
+        tokio::select! {
+            _ = paused.changed() => {}
+            msg = rd.recv::<ToWorker>() => match msg.map_err(|e| e.to_string())? {
+                None => return Err("the coordinator closed the channel".into()),
+                Some(ToWorker::Stop) => return Ok(()),
+                Some(ToWorker::Checkpoint { id }) => {
+                    if s == 0 && b.ignore_checkpoint == Some(id) {
+                        continue;
+                    }
+                    if let Some(first) = txn_first.take() {
+                        pending.push(Committable {
+                            checkpoint: id,
+                            transactional_id: format!("{}-{s}-{id}", cfg.tid_prefix),
+                            producer_id: 1000 + s as i64,
+                            producer_epoch: 0,
+                            protocol: TxnProtocol::V1,
+                            records: next_seq - first,
+                            first_seq: Some(first),
+                            last_seq: Some(next_seq - 1),
+                        });
+                    }
+                    send!(FromWorker::Ack { subtask: s, id, state: SubtaskState { next_seq, committables: pending.clone() } });
+                    if b.crash_after_ack.contains(&(s, cfg.attempt, id)) {
+                        return Err(format!("crash after acking {id}"));
+                    }
+                }
+                Some(ToWorker::Complete { id }) => {
+                    for c in pending.iter().filter(|c| c.checkpoint <= id) {
+                        send!(FromWorker::Event { event: EventKind::CommitFinished {
+                            transactional_id: c.transactional_id.clone(),
+                            checkpoint: c.checkpoint,
+                            restored: false,
+                            outcome: CommitOutcome::Committed,
+                            latency_us: 1,
+                        }});
+                    }
+                    pending.retain(|c| c.checkpoint > id);
+                    send!(FromWorker::Committed { subtask: s, id });
+                }
+            },
+            _ = tick.tick() => {
+                if next_seq < cfg.records {
+                    txn_first.get_or_insert(next_seq);
+                    next_seq = (next_seq + b.step.max(1)).min(cfg.records);
+                } else if !eoi {
+                    eoi = true;
+                    send!(FromWorker::EndOfInput { subtask: s });
+                }
+                if last_heartbeat.elapsed() >= Duration::from_millis(cfg.heartbeat_ms) {
+                    last_heartbeat = tokio::time::Instant::now();
+                    send!(FromWorker::Heartbeat { subtask: s, next_seq });
+                }
+            }
+        }
+    }
+}
+
+fn job(parallelism: u32, records: u64) -> JobSpec {
+    JobSpec {
+        parallelism,
+        records_per_subtask: records,
+        rate_per_subtask: 0,
+        checkpoint_interval_ms: 30,
+        checkpoint_timeout_ms: 2_000,
+        max_concurrent_checkpoints: 1,
+        transaction_timeout_ms: 60_000,
+        restart_delay_ms: 20,
+        restart_limit: 3,
+        heartbeat_timeout_ms: 1_000,
+        linger_ms: 5,
+        batch_size: 16 * 1024,
+        partitioning: Partitioning::RoundRobin,
+    }
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sinkhole-runner-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+struct Ran {
+    outcome: ModeOutcome,
+    events: Vec<Event>,
+    configs: Vec<WorkerConfig>,
+    dir: PathBuf,
+}
+
+impl Ran {
+    fn coordinator(&self) -> Vec<&EventKind> {
+        self.events.iter().filter(|e| e.source == Source::Coordinator).map(|e| &e.kind).collect()
+    }
+    fn count(&self, f: impl Fn(&EventKind) -> bool) -> usize {
+        self.events.iter().filter(|e| f(&e.kind)).count()
+    }
+    fn position(&self, f: impl Fn(&EventKind) -> bool) -> Option<usize> {
+        self.events.iter().position(|e| f(&e.kind))
+    }
+    fn persisted(&self) -> Vec<u64> {
+        self.events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::CheckpointPersisted { id, .. } => Some(id),
+                _ => None,
+            })
+            .collect()
+    }
+    fn cleanup(self) {
+        std::fs::remove_dir_all(&self.dir).unwrap();
+    }
+}
+
+async fn run(name: &str, job: JobSpec, behavior: Behavior, faults: Vec<FaultSpec>) -> Ran {
+    run_with(name, job, behavior, faults, &mut NoBrokers).await
+}
+
+async fn run_with<B: Brokers>(
+    name: &str,
+    job: JobSpec,
+    behavior: Behavior,
+    faults: Vec<FaultSpec>,
+    brokers: &mut B,
+) -> Ran {
+    let dir = dir(name);
+    let (launcher, configs) = FakeLauncher::new(Behavior { step: behavior.step.max(10), ..behavior });
+    let cfg = JobConfig {
+        run_id: format!("test-{name}"),
+        mode: SinkMode::Legacy,
+        dir: dir.clone(),
+        job,
+        topic: "out".into(),
+        partitions: 3,
+        tid_prefix: format!("t-{name}"),
+        faults,
+        progress: false,
+    };
+    let outcome =
+        tokio::time::timeout(Duration::from_secs(30), Coordinator::new(cfg, launcher, brokers).unwrap().run())
+            .await
+            .expect("the job ended within 30 s")
+            .unwrap();
+    let events = history::read(&outcome.history).unwrap();
+    let configs = configs.lock().unwrap().clone();
+    Ran { outcome, events, configs, dir }
+}
+
+/// Every committable that any checkpoint carried was committed (or dropped)
+/// at least once, and the committed ones together cover every record.
+fn assert_everything_committed(r: &Ran, parallelism: u32, records: u64) {
+    let mut covered = vec![0u64; parallelism as usize];
+    let store = CheckpointStore::open(r.dir.join("checkpoints")).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for id in store.ids().unwrap() {
+        for (s, st) in store.load(id).unwrap().subtasks.iter().enumerate() {
+            for c in &st.committables {
+                if seen.insert(c.transactional_id.clone()) {
+                    covered[s] += c.records;
+                }
+                let settled = r.count(|k| {
+                    matches!(k, EventKind::CommitFinished { transactional_id, .. } if *transactional_id == c.transactional_id)
+                });
+                assert!(settled >= 1, "{} of checkpoint {id} never settled", c.transactional_id);
+            }
+        }
+    }
+    // Restores replay from the stored offset, so a crash can only lose
+    // uncheckpointed work, which is then redone: coverage ≥ the input.
+    for (s, n) in covered.iter().enumerate() {
+        assert!(*n >= records, "subtask {s}: committables cover {n} of {records} records");
+    }
+}
+
+#[tokio::test]
+async fn a_normal_run_checkpoints_commits_and_finishes_with_a_final_checkpoint() {
+    let r = run("normal", job(2, 300), Behavior::default(), vec![]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    assert_eq!(r.outcome.attempts, 1);
+    let persisted = r.persisted();
+    assert!(persisted.len() >= 2, "periodic checkpoints and the final one: {persisted:?}");
+    assert_eq!(r.outcome.checkpoints_completed, persisted.len() as u64);
+    // Ids ascend from 1 and none was aborted.
+    assert_eq!(persisted, (1..=persisted.len() as u64).collect::<Vec<_>>());
+    assert_eq!(r.count(|k| matches!(k, EventKind::CheckpointAborted { .. })), 0);
+    // Each one: triggered, acked by both, persisted (a file), then notified.
+    let store = CheckpointStore::open(r.dir.join("checkpoints")).unwrap();
+    for &id in &persisted {
+        let t = r.position(|k| *k == EventKind::CheckpointTriggered { id }).unwrap();
+        let p = r.position(|k| matches!(k, EventKind::CheckpointPersisted { id: i, .. } if *i == id)).unwrap();
+        let n = r.position(|k| *k == EventKind::CheckpointNotified { id }).unwrap();
+        assert!(t < p && p < n, "checkpoint {id}: triggered {t}, persisted {p}, notified {n}");
+        assert_eq!(r.count(|k| matches!(k, EventKind::CheckpointAcked { id: i, .. } if *i == id)), 2);
+        assert_eq!(store.load(id).unwrap().subtasks.len(), 2);
+    }
+    // The final checkpoint holds the end of the input of every subtask; the
+    // job finished after its notification, with both workers stopped on request.
+    let last = *persisted.last().unwrap();
+    let fin = store.load(last).unwrap();
+    assert!(fin.subtasks.iter().all(|s| s.next_seq == 300), "{fin:?}");
+    let notified = r.position(|k| *k == EventKind::CheckpointNotified { id: last }).unwrap();
+    let finished = r.position(|k| matches!(k, EventKind::JobFinished { .. })).unwrap();
+    assert!(notified < finished);
+    assert_eq!(finished, r.events.len() - 1, "JobFinished is the last event");
+    assert_eq!(r.count(|k| matches!(k, EventKind::WorkerExited { expected: true, .. })), 2);
+    assert_eq!(r.count(|k| matches!(k, EventKind::WorkerExited { expected: false, .. })), 0);
+    assert_everything_committed(&r, 2, 300);
+    assert_eq!(r.outcome.committables_dropped, 0);
+    // Worker events are in the history under their subtask.
+    assert!(r
+        .events
+        .iter()
+        .any(|e| e.source == Source::Worker { subtask: 1 } && matches!(e.kind, EventKind::CommitFinished { .. })));
+    // Monotonic time stamps.
+    assert!(r.events.windows(2).all(|w| w[0].mono_us <= w[1].mono_us || w[1].source != Source::Coordinator));
+    // Configs: one attempt, ids prefix, no restore.
+    assert_eq!(r.configs.len(), 2);
+    assert!(r.configs.iter().all(|c| c.attempt == 0 && c.restore.is_none() && c.tid_prefix == "t-normal"));
+    assert!(r.dir.join("workers/worker-1-attempt-0.json").exists());
+    assert!(!r.dir.join("control.sock").exists(), "the socket is removed at the end");
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_worker_failure_restores_every_subtask_from_the_latest_persisted_checkpoint() {
+    let behavior = Behavior { crash_after_ack: vec![(1, 0, 2)], ..Behavior::default() };
+    let r = run("failover", job(2, 400), behavior, vec![]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    assert_eq!(r.outcome.attempts, 2);
+    let failure = r.events.iter().find_map(|e| match &e.kind {
+        EventKind::FailureDetected { subtask, reason } => Some((*subtask, reason.clone())),
+        _ => None,
+    });
+    let (subtask, reason) = failure.expect("a failure was detected");
+    assert_eq!(subtask, Some(1), "{reason}");
+    assert!(reason.contains("exited") || reason.contains("closed"), "{reason}");
+    let from = r
+        .events
+        .iter()
+        .find_map(|e| match e.kind {
+            EventKind::Restarting { attempt: 1, from_checkpoint, delay_ms } => {
+                assert_eq!(delay_ms, 20);
+                Some(from_checkpoint)
+            }
+            _ => None,
+        })
+        .expect("restarting");
+    // Checkpoint 1 completed before the crash; 2 was acked by the crashing
+    // subtask, so it may have completed too: the restore is from whichever is
+    // the latest persisted when the failure was handled.
+    let from = from.expect("a checkpoint was complete");
+    let failed_at = r.position(|k| matches!(k, EventKind::FailureDetected { .. })).unwrap();
+    let latest_before = r.events[..failed_at]
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::CheckpointPersisted { id, .. } => Some(id),
+            _ => None,
+        })
+        .max();
+    assert_eq!(Some(from), latest_before);
+    // Every subtask of attempt 1 got exactly its part of that checkpoint.
+    let stored = CheckpointStore::open(r.dir.join("checkpoints")).unwrap().load(from).unwrap();
+    let attempt1: Vec<&WorkerConfig> = r.configs.iter().filter(|c| c.attempt == 1).collect();
+    assert_eq!(attempt1.len(), 2);
+    for c in attempt1 {
+        assert_eq!(c.restore, Some((from, stored.subtasks[c.subtask as usize].clone())), "subtask {}", c.subtask);
+    }
+    assert_eq!(r.count(|k| *k == EventKind::JobStarted { attempt: 1, restored_from: Some(from) }), 1);
+    // The survivor was killed by the failover (expected), the crash was not.
+    assert!(r.count(|k| matches!(k, EventKind::WorkerExited { subtask: 1, expected: false, .. })) == 1);
+    assert!(r.count(|k| matches!(k, EventKind::WorkerExited { subtask: 0, expected: true, .. })) >= 1);
+    // Ids continue after the restore: none is reused.
+    let triggered: Vec<u64> = r
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::CheckpointTriggered { id } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert!(triggered.windows(2).all(|w| w[0] < w[1]), "{triggered:?}");
+    assert_everything_committed(&r, 2, 400);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn more_failures_than_the_restart_limit_fail_the_job() {
+    let mut j = job(2, 100);
+    j.restart_limit = 2;
+    let r = run("limit", j, Behavior { always_fail: true, ..Behavior::default() }, vec![]).await;
+    match &r.outcome.job {
+        JobOutcome::Failed { reason } => {
+            assert!(reason.contains("restart_limit 2") && reason.contains("always failing"), "{reason}")
+        }
+        other => panic!("expected a failed job, got {other:?}"),
+    }
+    assert_eq!(r.outcome.attempts, 3, "the first start and two restarts");
+    assert_eq!(r.count(|k| matches!(k, EventKind::FailureDetected { .. })), 3);
+    assert_eq!(r.count(|k| matches!(k, EventKind::Restarting { .. })), 2);
+    assert_eq!(r.count(|k| matches!(k, EventKind::JobStarted { .. })), 3);
+    assert!(
+        matches!(r.events.last().unwrap().kind, EventKind::JobFinished { ref outcome, attempts: 3 } if outcome.starts_with("failed"))
+    );
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_checkpoint_that_is_not_acked_in_time_is_aborted_and_the_next_one_completes() {
+    let mut j = job(2, 600);
+    j.checkpoint_interval_ms = 20;
+    j.checkpoint_timeout_ms = 150;
+    let r = run("timeout", j, Behavior { ignore_checkpoint: Some(1), step: 5, ..Behavior::default() }, vec![]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let aborted = r
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::CheckpointAborted { id: 1, reason } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("checkpoint 1 aborted");
+    assert!(aborted.contains("expired after 150 ms") && aborted.contains("[0]"), "{aborted}");
+    let persisted = r.persisted();
+    assert!(!persisted.contains(&1) && persisted.contains(&2), "{persisted:?}");
+    assert!(!r.dir.join("checkpoints/chk-1.json").exists());
+    // With one checkpoint at a time, 2 was triggered only after 1 expired.
+    let abort_pos = r.position(|k| matches!(k, EventKind::CheckpointAborted { id: 1, .. })).unwrap();
+    let trig2 = r.position(|k| *k == EventKind::CheckpointTriggered { id: 2 }).unwrap();
+    assert!(abort_pos < trig2);
+    assert_eq!(r.outcome.attempts, 1, "an expired checkpoint is not a failover");
+    assert_everything_committed(&r, 2, 600);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn unsupported_ends_the_job_at_once_with_the_exact_error() {
+    let error = "InitProducerId v6 keepPreparedTxn=true: UNSUPPORTED_VERSION (35)".to_string();
+    let r =
+        run("unsupported", job(2, 100), Behavior { unsupported: Some(error.clone()), ..Behavior::default() }, vec![])
+            .await;
+    assert_eq!(r.outcome.job, JobOutcome::Unsupported { error });
+    assert_eq!(r.outcome.attempts, 1);
+    assert_eq!(r.count(|k| matches!(k, EventKind::Restarting { .. })), 0);
+    assert!(r.count(|k| matches!(k, EventKind::Unsupported { .. })) >= 1);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_kill_between_persist_and_notify_skips_the_notification_and_restores_the_committables() {
+    let faults = vec![FaultSpec {
+        name: Some("crash in the window".into()),
+        kind: FaultKind::KillWorkers,
+        target: Some(Target::Ids(vec![0])),
+        when: When::AfterCheckpointPersisted(2),
+        duration_ms: None,
+    }];
+    let r = run("window", job(2, 400), Behavior { drop_restored: true, ..Behavior::default() }, faults).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    assert_eq!(r.outcome.attempts, 2);
+    let f = &r.outcome.faults[0];
+    assert!(f.fired && f.confirmed, "{f:?}");
+    assert_eq!(f.effect["start"]["trigger"]["after_checkpoint_persisted"], 2);
+    assert_eq!(f.effect["start"]["workers"][0]["signal"]["signal"], "SIGKILL");
+    // Persisted, fault, no notification of 2, failover, restore from 2.
+    let persisted = r.position(|k| matches!(k, EventKind::CheckpointPersisted { id: 2, .. })).unwrap();
+    let fault = r.position(|k| matches!(k, EventKind::FaultStarted { .. })).unwrap();
+    assert!(persisted < fault);
+    assert_eq!(r.count(|k| *k == EventKind::CheckpointNotified { id: 2 }), 0);
+    assert_eq!(r.count(|k| *k == EventKind::Restarting { attempt: 1, from_checkpoint: Some(2), delay_ms: 20 }), 1);
+    // The restored workers settled checkpoint 2's committables: dropped here,
+    // as legacy does after a timeout abort, and counted.
+    let chk2 = CheckpointStore::open(r.dir.join("checkpoints")).unwrap().load(2).unwrap();
+    let carried: u64 = chk2.subtasks.iter().map(|s| s.committables.len() as u64).sum();
+    assert!(carried >= 2, "{chk2:?}");
+    assert_eq!(r.outcome.committables_dropped, carried);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() {
+    let mut j = job(2, 600);
+    j.heartbeat_timeout_ms = 120;
+    let faults = vec![
+        FaultSpec {
+            name: None,
+            kind: FaultKind::PauseWorkers,
+            target: Some(Target::Ids(vec![1])),
+            when: When::AtMs(40),
+            duration_ms: Some(400),
+        },
+        FaultSpec {
+            name: None,
+            kind: FaultKind::KillWorkers,
+            target: None,
+            when: When::AtMs(600_000),
+            duration_ms: None,
+        },
+    ];
+    let r = run("pause", j, Behavior { step: 5, ..Behavior::default() }, faults).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let pause = &r.outcome.faults[0];
+    assert_eq!(pause.name, "pause-workers-0");
+    assert!(pause.fired && pause.confirmed, "{pause:?}");
+    let reason = r
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::FailureDetected { subtask: Some(1), reason } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("the paused worker was declared failed");
+    assert!(reason.contains("heartbeat_timeout_ms 120"), "{reason}");
+    // The pause ended (the failover had killed the paused worker by then).
+    assert_eq!(r.count(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "pause-workers-0")), 1);
+    let late = &r.outcome.faults[1];
+    assert!(!late.fired && !late.confirmed, "{late:?}");
+    assert_eq!(r.count(|k| matches!(k, EventKind::FaultSkipped { name, .. } if name == "kill-workers-1")), 1);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_job_outage_keeps_the_job_down_for_its_duration() {
+    let faults = vec![FaultSpec {
+        name: Some("outage".into()),
+        kind: FaultKind::JobOutage,
+        target: None,
+        when: When::AfterCheckpointPersisted(1),
+        duration_ms: Some(250),
+    }];
+    let r = run("outage", job(2, 300), Behavior::default(), faults).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    assert_eq!(r.count(|k| *k == EventKind::Restarting { attempt: 1, from_checkpoint: Some(1), delay_ms: 250 }), 1);
+    let f = &r.outcome.faults[0];
+    assert!(f.fired && f.confirmed, "{f:?}");
+    let down = f.effect["end"]["down_ms"].as_u64().unwrap();
+    assert!(down >= 250, "{f:?}");
+    let killed =
+        r.count(|k| matches!(k, EventKind::WorkerExited { expected: false, status, .. } if status.contains("outage")));
+    assert_eq!(killed, 2);
+    r.cleanup();
+}
+
+#[test]
+fn progress_numbers_are_grouped_by_thousands() {
+    use super::coordinator::group_digits;
+    assert_eq!(group_digits(0), "0");
+    assert_eq!(group_digits(400), "400");
+    assert_eq!(group_digits(12_400), "12 400");
+    assert_eq!(group_digits(1_040_000), "1 040 000");
+}
+
+/// A cluster of three nodes that only keeps a log of what was done to it;
+/// starts and restarts take a while, like a JVM that must become ready.
+#[derive(Default)]
+struct FakeBrokers {
+    log: Vec<(std::time::Instant, i32, NodeAction)>,
+    lookups: Vec<String>,
+    ready_checks: usize,
+}
+
+impl Brokers for FakeBrokers {
+    fn node_ids(&self) -> Vec<i32> {
+        vec![1, 2, 3]
+    }
+    fn bootstrap(&self) -> Vec<String> {
+        vec!["127.0.0.1:1".into()]
+    }
+    async fn act(&mut self, node: i32, action: NodeAction) -> Result<NodeEffect, String> {
+        let slow = matches!(action, NodeAction::Restart | NodeAction::Start);
+        if slow {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        self.log.push((std::time::Instant::now(), node, action));
+        let signal = match action {
+            NodeAction::Kill => Some(Signal::SIGKILL),
+            NodeAction::Pause => Some(Signal::SIGSTOP),
+            NodeAction::Resume => Some(Signal::SIGCONT),
+            _ => Some(Signal::SIGTERM),
+        };
+        Ok(NodeEffect {
+            node_id: node,
+            action,
+            signals: signal.map(|s| effect(1, s, RunState::Gone)).into_iter().collect(),
+            new_pid: slow.then_some(2),
+            ready: slow.then_some(true),
+            elapsed_ms: if slow { 300 } else { 0 },
+        })
+    }
+    async fn wait_ready(&mut self) -> Result<(), String> {
+        self.ready_checks += 1;
+        Ok(())
+    }
+    async fn find_coordinator(&mut self, transactional_id: &str) -> Result<i32, String> {
+        self.lookups.push(transactional_id.to_string());
+        Ok(3)
+    }
+}
+
+#[tokio::test]
+async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() {
+    let faults = vec![
+        FaultSpec {
+            name: Some("restart".into()),
+            kind: FaultKind::BrokerRestart,
+            target: Some(Target::Named(crate::scenario::NamedTarget::TxnCoordinator)),
+            when: When::AtMs(150),
+            duration_ms: None,
+        },
+        FaultSpec {
+            name: Some("kill-2".into()),
+            kind: FaultKind::BrokerKill,
+            target: Some(Target::Ids(vec![2])),
+            when: When::AfterCheckpointPersisted(1),
+            duration_ms: Some(100),
+        },
+        FaultSpec {
+            name: Some("pause-coordinator-of-1".into()),
+            kind: FaultKind::BrokerPause,
+            target: Some(Target::Coordinator { txn_coordinator: 1 }),
+            when: When::AtMs(160),
+            duration_ms: None,
+        },
+    ];
+    let mut brokers = FakeBrokers::default();
+    let r =
+        run_with("brokers", job(2, 1_500), Behavior { step: 10, ..Behavior::default() }, faults, &mut brokers).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    for f in &r.outcome.faults {
+        assert!(f.fired && f.confirmed, "{f:?}");
+    }
+    // The restart took 300 ms and the job went on meanwhile.
+    let started = r.position(|k| matches!(k, EventKind::FaultStarted { name, .. } if name == "restart")).unwrap();
+    let ended = r.position(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "restart")).unwrap();
+    let during =
+        r.events[started..ended].iter().filter(|e| matches!(e.kind, EventKind::CheckpointPersisted { .. })).count();
+    assert!(during >= 2, "{during} checkpoints completed during the restart");
+    // The coordinator targets were looked up by the ids open at that moment.
+    assert_eq!(brokers.lookups.len(), 2, "{:?}", brokers.lookups);
+    assert!(brokers.lookups[0].starts_with("t-brokers-0-"), "{:?}", brokers.lookups);
+    assert!(brokers.lookups[1].starts_with("t-brokers-1-"), "{:?}", brokers.lookups);
+    let restart = &r.outcome.faults[0];
+    assert_eq!(restart.effect["end"]["coordinator"]["node"], 3);
+    assert_eq!(restart.effect["end"]["coordinator"]["was_coordinator"], true);
+    // Kill 2 (inside the window of checkpoint 1), start it 100 ms later; the
+    // pause without a duration is resumed when the job ends; then the
+    // cluster is waited for.
+    let actions: Vec<(i32, NodeAction)> = brokers.log.iter().map(|(_, n, a)| (*n, *a)).collect();
+    for want in [
+        (3, NodeAction::Restart),
+        (2, NodeAction::Kill),
+        (2, NodeAction::Start),
+        (3, NodeAction::Pause),
+        (3, NodeAction::Resume),
+    ] {
+        assert_eq!(actions.iter().filter(|a| **a == want).count(), 1, "{want:?} in {actions:?}");
+    }
+    let at = |want: (i32, NodeAction)| brokers.log.iter().find(|(_, n, a)| (*n, *a) == want).unwrap().0;
+    assert!(at((2, NodeAction::Start)).duration_since(at((2, NodeAction::Kill))) >= Duration::from_millis(100));
+    assert_eq!(actions.last(), Some(&(3, NodeAction::Resume)), "{actions:?}");
+    assert_eq!(brokers.ready_checks, 1);
+    let kill_persisted = r.position(|k| matches!(k, EventKind::CheckpointPersisted { id: 1, .. })).unwrap();
+    let kill = r.position(|k| matches!(k, EventKind::FaultStarted { name, .. } if name == "kill-2")).unwrap();
+    let notified = r.position(|k| *k == EventKind::CheckpointNotified { id: 1 }).unwrap();
+    assert!(kill_persisted < kill && kill < notified, "the kill is inside the window");
+    let resumed =
+        r.position(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "pause-coordinator-of-1")).unwrap();
+    let finished = r.position(|k| matches!(k, EventKind::JobFinished { .. })).unwrap();
+    assert!(finished < resumed);
+    r.cleanup();
+}
+
+/// `run_mode` must be usable from a spawned task.
+#[allow(dead_code)]
+fn run_mode_is_send(run: super::ModeRun<'static>) {
+    fn is_send<T: Send>(_: &T) {}
+    is_send(&super::run_mode(run));
+}

@@ -1,0 +1,489 @@
+//! The verdict: one mode's run judged against what the scenario expects.
+//!
+//! pass / fail / inconclusive (DESIGN.md, "verdict"), or `observed` when the
+//! scenario states no expectation. The rules, in order:
+//! 1. the broker cannot run the mode (`JobOutcome::Unsupported`) → inconclusive,
+//!    with the broker's exact error;
+//! 2. the job failed → fail, unless the scenario expects `job-failed`;
+//! 3. a fault that did not fire or whose effect was not confirmed → never a
+//!    pass: inconclusive, unless the counts show anomalies a clean
+//!    expectation forbids (those are real whatever the fault did) → fail;
+//! 4. a partition whose read_committed position stayed below its high-water
+//!    mark (a hanging transaction) → inconclusive, unless the expectation
+//!    wants losses (records stuck behind an open transaction are lost to
+//!    read_committed readers) and they were seen;
+//! 5. else the expectation on the counts decides pass or fail.
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sinkhole_workloads::model::SinkMode;
+
+use crate::checker::{CheckReport, Counts, Examples, UncommittedTail};
+use crate::runner::{FaultRecord, JobOutcome, ModeOutcome};
+use crate::scenario::{count_key, Cmp, CountName, ExpectWord, Expectation};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Inconclusive,
+    /// No expectation: the counts are reported, not judged.
+    Observed,
+}
+
+impl Outcome {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::Observed => "observed",
+        }
+    }
+}
+
+/// The judgement alone (what [`judge`] decides).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub outcome: Outcome,
+    pub expected_met: Option<bool>,
+    pub reason: String,
+}
+
+/// `results/<run-id>/<mode>/verdict.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verdict {
+    pub scenario: String,
+    pub run_id: String,
+    pub mode: SinkMode,
+    pub outcome: Outcome,
+    /// null when the scenario has no expectation for the mode, or it could not be judged.
+    pub expected_met: Option<bool>,
+    pub reason: String,
+    pub expectation: Option<Expectation>,
+    pub counts: Counts,
+    pub examples: Examples,
+    pub uncommitted_tail: Vec<UncommittedTail>,
+    pub job: JobOutcome,
+    pub attempts: u32,
+    pub checkpoints_completed: u64,
+    pub faults: Vec<FaultRecord>,
+    pub committables_dropped: u64,
+    pub kafka: String,
+    pub seed: u64,
+    pub history: PathBuf,
+    /// The saved drain (`drained.bin`), for offline re-checks.
+    pub drained: PathBuf,
+    pub wall_ms: u64,
+}
+
+/// Renders an expectation as written in YAML, compactly: `clean`, `lost>0`.
+pub fn expectation_text(e: Option<&Expectation>) -> String {
+    match e {
+        None => "-".to_string(),
+        Some(Expectation::Word(ExpectWord::Clean)) => "clean".to_string(),
+        Some(Expectation::Word(ExpectWord::JobFailed)) => "job-failed".to_string(),
+        Some(Expectation::Counts(m)) if m.is_empty() => "{}".to_string(),
+        Some(Expectation::Counts(m)) => m
+            .iter()
+            .map(|(k, c)| match c.parse() {
+                Ok(cmp) => format!("{}{}", count_key(*k), cmp),
+                Err(_) => format!("{}?", count_key(*k)),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+fn count_of(c: &Counts, n: CountName) -> u64 {
+    match n {
+        CountName::Lost => c.lost,
+        CountName::Duplicated => c.duplicated,
+        CountName::Unexpected => c.unexpected,
+    }
+}
+
+fn counts_text(c: &Counts) -> String {
+    format!(
+        "{} of {} committed, {} lost, {} duplicated, {} unexpected",
+        c.committed, c.expected, c.lost, c.duplicated, c.unexpected
+    )
+}
+
+/// The expectation's conditions on the counts (a `clean` expectation is
+/// lost == 0, duplicated == 0, unexpected == 0).
+fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
+    match e {
+        Expectation::Word(ExpectWord::Clean) => {
+            vec![
+                (CountName::Lost, Cmp::Eq(0)),
+                (CountName::Duplicated, Cmp::Eq(0)),
+                (CountName::Unexpected, Cmp::Eq(0)),
+            ]
+        }
+        Expectation::Word(ExpectWord::JobFailed) => vec![],
+        // Validation already rejected conditions that do not parse.
+        Expectation::Counts(m) => m.iter().filter_map(|(k, c)| c.parse().ok().map(|cmp| (*k, cmp))).collect(),
+    }
+}
+
+/// Whether the expectation holds on the counts, and why.
+pub fn evaluate(e: &Expectation, c: &Counts) -> (bool, String) {
+    if let Expectation::Word(ExpectWord::Clean) = e {
+        let ok = c.lost == 0 && c.duplicated == 0 && c.unexpected == 0;
+        let head = if ok { "clean as expected" } else { "expected clean" };
+        return (ok, format!("{head}: {}", counts_text(c)));
+    }
+    let conds = conditions(e);
+    let failed: Vec<String> = conds
+        .iter()
+        .filter(|(k, cmp)| !cmp.holds(count_of(c, *k)))
+        .map(|(k, cmp)| format!("expected {} {cmp}, got {}", count_key(*k), count_of(c, *k)))
+        .collect();
+    if failed.is_empty() {
+        let held: Vec<String> =
+            conds.iter().map(|(k, cmp)| format!("{} {cmp} ({})", count_key(*k), count_of(c, *k))).collect();
+        let what = if held.is_empty() { "no conditions".to_string() } else { held.join(", ") };
+        (true, format!("as expected, {what}: {}", counts_text(c)))
+    } else {
+        (false, format!("{}: {}", failed.join("; "), counts_text(c)))
+    }
+}
+
+/// Whether an expectation asks for anomalies a clean run cannot show (so it
+/// depends on the faults having their effect).
+fn wants_anomalies(e: &Expectation) -> bool {
+    let zero = Counts::default();
+    conditions(e).iter().any(|(k, cmp)| !cmp.holds(count_of(&zero, *k)))
+}
+
+fn wants_loss(e: &Expectation) -> bool {
+    conditions(e).iter().any(|(k, cmp)| *k == CountName::Lost && !cmp.holds(0))
+}
+
+/// Judges one mode. `report` is None when the checker did not run (a job
+/// the broker could not run has nothing to check).
+pub fn judge(
+    expect: Option<&Expectation>,
+    job: &JobOutcome,
+    faults: &[FaultRecord],
+    report: Option<&CheckReport>,
+) -> Judgement {
+    let j = |outcome, expected_met, reason: String| Judgement { outcome, expected_met, reason };
+    // 1. The broker cannot run it.
+    if let JobOutcome::Unsupported { error } = job {
+        return j(Outcome::Inconclusive, None, format!("the broker cannot run this mode: {error}"));
+    }
+    // 2. The job failed.
+    let wants_failure = matches!(expect, Some(Expectation::Word(ExpectWord::JobFailed)));
+    match (job, wants_failure) {
+        (JobOutcome::Failed { reason }, true) => {
+            return j(Outcome::Pass, Some(true), format!("the job failed, as expected: {reason}"))
+        }
+        (JobOutcome::Failed { reason }, false) => {
+            return j(
+                Outcome::Fail,
+                expect.map(|_| false),
+                format!("the job failed (no expectation allows that; `job-failed` would): {reason}"),
+            )
+        }
+        (_, true) => {
+            let counts = report.map(|r| format!(": {}", counts_text(&r.counts))).unwrap_or_default();
+            return j(Outcome::Fail, Some(false), format!("expected the job to fail, but it finished{counts}"));
+        }
+        _ => {}
+    }
+    let Some(report) = report else {
+        return j(Outcome::Inconclusive, None, "the output was not checked".to_string());
+    };
+    let c = &report.counts;
+    let Some(e) = expect else {
+        let mut reason = format!("no expectation: {}", counts_text(c));
+        if !report.uncommitted_tail.is_empty() {
+            reason.push_str(&format!("; {}", tail_text(&report.uncommitted_tail)));
+        }
+        if let Some(f) = unconfirmed(faults) {
+            reason.push_str(&format!("; {f}"));
+        }
+        return j(Outcome::Observed, None, reason);
+    };
+    let (met, why) = evaluate(e, c);
+    // 3. A fault without a confirmed effect: never a pass.
+    if let Some(f) = unconfirmed(faults) {
+        if !met && !wants_anomalies(e) {
+            return j(Outcome::Fail, Some(false), format!("{why} (although {f})"));
+        }
+        return j(
+            Outcome::Inconclusive,
+            None,
+            format!("{f}, so the result does not show what the scenario tests ({why})"),
+        );
+    }
+    // 4. A hanging transaction.
+    if !report.uncommitted_tail.is_empty() {
+        let tail = tail_text(&report.uncommitted_tail);
+        if met && wants_loss(e) {
+            return j(
+                Outcome::Pass,
+                Some(true),
+                format!("{why}; {tail}: those records are lost to read_committed readers"),
+            );
+        }
+        return j(Outcome::Inconclusive, None, format!("{tail}; {why}"));
+    }
+    // 5. The counts decide.
+    j(if met { Outcome::Pass } else { Outcome::Fail }, Some(met), why)
+}
+
+fn tail_text(t: &[UncommittedTail]) -> String {
+    let parts: Vec<String> = t
+        .iter()
+        .map(|u| {
+            format!(
+                "partition {} stuck at offset {} below high-water mark {}",
+                u.partition, u.position, u.high_watermark
+            )
+        })
+        .collect();
+    format!("uncommitted tail (a transaction left open): {}", parts.join(", "))
+}
+
+fn unconfirmed(faults: &[FaultRecord]) -> Option<String> {
+    let bad: Vec<String> = faults
+        .iter()
+        .filter(|f| !f.fired || !f.confirmed)
+        .map(|f| {
+            format!(
+                "fault {} ({}) {}",
+                f.name,
+                f.kind,
+                if f.fired { "fired but its effect was not confirmed" } else { "did not fire" }
+            )
+        })
+        .collect();
+    if bad.is_empty() {
+        None
+    } else {
+        Some(bad.join("; "))
+    }
+}
+
+/// Everything [`build`] puts in a verdict besides the judgement.
+pub struct VerdictInput<'a> {
+    pub scenario: &'a str,
+    pub run_id: &'a str,
+    pub mode: SinkMode,
+    pub expectation: Option<&'a Expectation>,
+    pub outcome: &'a ModeOutcome,
+    pub report: Option<&'a CheckReport>,
+    pub kafka: &'a str,
+    pub seed: u64,
+    pub drained: PathBuf,
+}
+
+pub fn build(i: VerdictInput<'_>) -> Verdict {
+    let o = i.outcome;
+    let jd = judge(i.expectation, &o.job, &o.faults, i.report);
+    let report = i.report.cloned().unwrap_or_default();
+    Verdict {
+        scenario: i.scenario.to_string(),
+        run_id: i.run_id.to_string(),
+        mode: i.mode,
+        outcome: jd.outcome,
+        expected_met: jd.expected_met,
+        reason: jd.reason,
+        expectation: i.expectation.cloned(),
+        counts: report.counts,
+        examples: report.examples,
+        uncommitted_tail: report.uncommitted_tail,
+        job: o.job.clone(),
+        attempts: o.attempts,
+        checkpoints_completed: o.checkpoints_completed,
+        faults: o.faults.clone(),
+        committables_dropped: o.committables_dropped,
+        kafka: i.kafka.to_string(),
+        seed: i.seed,
+        history: o.history.clone(),
+        drained: i.drained,
+        wall_ms: o.wall_ms,
+    }
+}
+
+/// Writes `dir/verdict.json`.
+pub fn write(dir: &Path, v: &Verdict) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("verdict.json");
+    let text = serde_json::to_string_pretty(v).map_err(std::io::Error::other)?;
+    std::fs::write(&path, text + "\n")?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::scenario::Condition;
+
+    fn counts(lost: u64, duplicated: u64, unexpected: u64) -> Counts {
+        Counts { expected: 100, committed: 100 - lost, lost, duplicated, unexpected }
+    }
+
+    fn report(c: Counts) -> CheckReport {
+        CheckReport { counts: c, ..CheckReport::default() }
+    }
+
+    fn cond(k: CountName, c: &str) -> Expectation {
+        Expectation::Counts(BTreeMap::from([(k, Condition::Expr(c.into()))]))
+    }
+
+    fn fault(fired: bool, confirmed: bool) -> FaultRecord {
+        FaultRecord {
+            name: "outage".into(),
+            kind: "job-outage".into(),
+            fired,
+            confirmed,
+            effect: serde_json::Value::Null,
+        }
+    }
+
+    const CLEAN: Expectation = Expectation::Word(ExpectWord::Clean);
+
+    #[test]
+    fn clean_passes_and_fails_on_counts() {
+        let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[fault(true, true)], Some(&report(counts(0, 0, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Pass, Some(true)));
+        assert_eq!(j.reason, "clean as expected: 100 of 100 committed, 0 lost, 0 duplicated, 0 unexpected");
+        let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[], Some(&report(counts(0, 3, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+        assert!(j.reason.contains("3 duplicated"), "{}", j.reason);
+    }
+
+    #[test]
+    fn conditions_name_the_counts() {
+        let e = cond(CountName::Lost, ">0");
+        let j = judge(Some(&e), &JobOutcome::Finished, &[fault(true, true)], Some(&report(counts(20, 0, 0))));
+        assert_eq!(j.outcome, Outcome::Pass);
+        assert_eq!(j.reason, "as expected, lost >0 (20): 80 of 100 committed, 20 lost, 0 duplicated, 0 unexpected");
+        let j = judge(Some(&e), &JobOutcome::Finished, &[fault(true, true)], Some(&report(counts(0, 0, 0))));
+        assert_eq!(j.outcome, Outcome::Fail);
+        assert!(j.reason.starts_with("expected lost >0, got 0"), "{}", j.reason);
+        let (ok, _) = evaluate(
+            &Expectation::Counts(BTreeMap::from([(CountName::Duplicated, Condition::Exactly(0))])),
+            &counts(5, 0, 0),
+        );
+        assert!(ok, "unnamed counts are free");
+        let (ok, _) = evaluate(&cond(CountName::Unexpected, "<3"), &counts(0, 0, 3));
+        assert!(!ok);
+        let (ok, _) = evaluate(&cond(CountName::Duplicated, ">=2"), &counts(0, 2, 0));
+        assert!(ok);
+    }
+
+    #[test]
+    fn unsupported_is_inconclusive_with_the_error() {
+        let job =
+            JobOutcome::Unsupported { error: "InitProducerId v6 keepPreparedTxn: UNSUPPORTED_VERSION (35)".into() };
+        let j = judge(Some(&CLEAN), &job, &[], None);
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Inconclusive, None));
+        assert!(j.reason.contains("UNSUPPORTED_VERSION (35)"));
+    }
+
+    #[test]
+    fn failed_job_fails_unless_expected() {
+        let job = JobOutcome::Failed { reason: "restart limit 10 exceeded".into() };
+        let j = judge(Some(&CLEAN), &job, &[], Some(&report(counts(0, 0, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+        assert!(j.reason.contains("restart limit 10 exceeded"));
+        let j = judge(None, &job, &[], None);
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, None));
+        let jf = Expectation::Word(ExpectWord::JobFailed);
+        let j = judge(Some(&jf), &job, &[], None);
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Pass, Some(true)));
+        let j = judge(Some(&jf), &JobOutcome::Finished, &[], Some(&report(counts(0, 0, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+    }
+
+    #[test]
+    fn unconfirmed_fault_is_never_a_pass() {
+        let e = cond(CountName::Lost, ">0");
+        // lost > 0 expected, the outage never fired, nothing lost: that proves nothing.
+        let j = judge(Some(&e), &JobOutcome::Finished, &[fault(false, false)], Some(&report(counts(0, 0, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Inconclusive, None));
+        assert!(j.reason.contains("fault outage (job-outage) did not fire"), "{}", j.reason);
+        // clean expected and clean seen, but the fault's effect is unconfirmed: not a pass either.
+        let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[fault(true, false)], Some(&report(counts(0, 0, 0))));
+        assert_eq!(j.outcome, Outcome::Inconclusive);
+        assert!(j.reason.contains("fired but its effect was not confirmed"), "{}", j.reason);
+        // clean expected, losses seen: real whatever the fault did.
+        let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[fault(false, false)], Some(&report(counts(4, 0, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+    }
+
+    #[test]
+    fn uncommitted_tail_is_inconclusive_unless_loss_is_expected() {
+        let mut r = report(counts(10, 0, 0));
+        r.uncommitted_tail = vec![UncommittedTail { partition: 1, position: 31, high_watermark: 40 }];
+        let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[], Some(&r));
+        assert_eq!(j.outcome, Outcome::Inconclusive);
+        assert!(j.reason.contains("partition 1 stuck at offset 31 below high-water mark 40"), "{}", j.reason);
+        let j = judge(Some(&cond(CountName::Lost, ">0")), &JobOutcome::Finished, &[], Some(&r));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Pass, Some(true)));
+    }
+
+    #[test]
+    fn no_expectation_is_observed() {
+        let j = judge(None, &JobOutcome::Finished, &[], Some(&report(counts(0, 7, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Observed, None));
+        assert!(j.reason.contains("7 duplicated"));
+    }
+
+    #[test]
+    fn expectation_text_is_compact() {
+        assert_eq!(expectation_text(Some(&CLEAN)), "clean");
+        assert_eq!(expectation_text(Some(&cond(CountName::Lost, ">0"))), "lost>0");
+        assert_eq!(expectation_text(None), "-");
+    }
+
+    #[test]
+    fn verdict_json_has_the_fields() {
+        let o = ModeOutcome {
+            job: JobOutcome::Finished,
+            attempts: 2,
+            checkpoints_completed: 9,
+            history: "h.jsonl".into(),
+            faults: vec![fault(true, true)],
+            committables_dropped: 1,
+            wall_ms: 5,
+        };
+        let r = report(counts(20, 0, 0));
+        let e = cond(CountName::Lost, ">0");
+        let v = build(VerdictInput {
+            scenario: "s",
+            run_id: "s-x-1",
+            mode: SinkMode::Legacy,
+            expectation: Some(&e),
+            outcome: &o,
+            report: Some(&r),
+            kafka: "4.4.0",
+            seed: 42,
+            drained: "d.bin".into(),
+        });
+        let dir = std::env::temp_dir().join(format!("sinkhole-verdict-{}", std::process::id()));
+        let path = write(&dir, &v).unwrap();
+        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(j["scenario"], "s");
+        assert_eq!(j["mode"], "legacy");
+        assert_eq!(j["outcome"], "pass");
+        assert_eq!(j["expected_met"], true);
+        assert_eq!(j["counts"]["lost"], 20);
+        assert_eq!(j["counts"]["expected"], 100);
+        assert_eq!(j["job"]["status"], "finished");
+        assert_eq!(j["committables_dropped"], 1);
+        assert_eq!(j["kafka"], "4.4.0");
+        assert_eq!(j["seed"], 42);
+        assert_eq!(j["history"], "h.jsonl");
+        assert!(j["examples"].is_object() && j["faults"].is_array());
+    }
+}

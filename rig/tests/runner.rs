@@ -1,0 +1,128 @@
+//! The runner end to end against a real Kafka 4.4.0 broker: real
+//! `sinkhole worker` processes (legacy mode), the checkpoint coordinator, a
+//! worker kill inside the persist→notify window and a pause (SIGSTOP, then
+//! SIGCONT a second later) of the broker that coordinates subtask 0's
+//! transactions; then the output is drained with
+//! read_committed and every record must be there exactly once.
+// Each #[tokio::test] runs on a runtime of its own thread, so holding the
+// std mutex that serialises cluster tests across awaits cannot deadlock.
+#![allow(clippy::await_holding_lock)]
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sinkhole_rig::checker::{self, CheckSpec, Expected};
+use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_rig::runner::{history, run_mode, JobOutcome, ModeRun};
+use sinkhole_rig::scenario::{
+    ClusterSpec, FaultKind, FaultSpec, JobSpec, NamedTarget, Scenario, Target, TopicSpec, When,
+};
+use sinkhole_workloads::model::{EventKind, Partitioning, SinkMode};
+use sinkhole_workloads::wire::client::{Client, ClientConfig};
+
+#[tokio::test]
+async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_once() {
+    let _g = common::serial();
+    let dir = common::test_dir("runner");
+    let mut spec = LocalSpec::new(common::dist("4.4.0"), 1, dir.join("cluster"));
+    spec.broker_config.insert("transaction.abort.timed.out.transaction.cleanup.interval.ms".into(), "500".into());
+    let mut cluster = LocalCluster::start(spec).await.expect("cluster");
+    let topic = "runner-out";
+    let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await.unwrap();
+    client.create_topic(topic, 3, 1, &[]).await.unwrap();
+    drop(client);
+
+    let scenario = Scenario {
+        name: "runner-it".into(),
+        description: None,
+        cluster: ClusterSpec { brokers: 1, kafka: "4.4.0".into(), broker_config: BTreeMap::new() },
+        topic: TopicSpec { partitions: 3, replication_factor: 1, min_insync_replicas: None },
+        job: JobSpec {
+            parallelism: 2,
+            records_per_subtask: 3_000,
+            rate_per_subtask: 1_000,
+            checkpoint_interval_ms: 300,
+            checkpoint_timeout_ms: 30_000,
+            max_concurrent_checkpoints: 1,
+            transaction_timeout_ms: 60_000,
+            restart_delay_ms: 100,
+            restart_limit: 5,
+            heartbeat_timeout_ms: 5_000,
+            linger_ms: 5,
+            batch_size: 16 * 1024,
+            partitioning: Partitioning::RoundRobin,
+        },
+        modes: vec![SinkMode::Legacy],
+        faults: vec![
+            FaultSpec {
+                name: Some("kill-0-in-window".into()),
+                kind: FaultKind::KillWorkers,
+                target: Some(Target::Ids(vec![0])),
+                when: When::AfterCheckpointPersisted(2),
+                duration_ms: None,
+            },
+            FaultSpec {
+                name: Some("pause-coordinator".into()),
+                kind: FaultKind::BrokerPause,
+                target: Some(Target::Named(NamedTarget::TxnCoordinator)),
+                when: When::AtMs(1_500),
+                duration_ms: Some(1_000),
+            },
+        ],
+        expect: BTreeMap::new(),
+    };
+    let mode_dir = dir.join("legacy");
+    let outcome = run_mode(ModeRun {
+        run_id: "runner-it".into(),
+        mode: SinkMode::Legacy,
+        scenario: &scenario,
+        dir: mode_dir.clone(),
+        cluster: &mut cluster,
+        topic: topic.into(),
+        tid_prefix: format!("runner-it-{}", std::process::id()),
+        sinkhole_bin: common::bin(),
+        seed: 1,
+        progress: true,
+    })
+    .await
+    .expect("run_mode");
+    eprintln!("outcome: {outcome:#?}");
+    assert_eq!(outcome.job, JobOutcome::Finished);
+    assert!(outcome.attempts >= 2, "the kill made the job fail over");
+    assert!(outcome.checkpoints_completed >= 3);
+    for f in &outcome.faults {
+        assert!(f.fired && f.confirmed, "{f:?}");
+    }
+    assert_eq!(outcome.faults[1].effect["start"]["coordinator"]["node"], 1);
+    assert_eq!(outcome.faults[1].effect["end"]["effect"]["signals"][0]["signal"], "SIGCONT");
+
+    let events = history::read(&outcome.history).unwrap();
+    assert!(events
+        .iter()
+        .any(|e| e.kind == EventKind::Restarting { attempt: 1, from_checkpoint: Some(2), delay_ms: 100 }));
+    assert!(!events.iter().any(|e| e.kind == EventKind::CheckpointNotified { id: 2 }));
+    // The restored subtask committed checkpoint 2's transaction itself.
+    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::CommitFinished { checkpoint: 2, restored: true, .. })));
+    assert!(mode_dir.join("logs/worker-0.log").exists());
+    assert!(mode_dir.join("workers/worker-0-attempt-1.json").exists());
+
+    let report = checker::check_mode(&CheckSpec {
+        bootstrap: cluster.bootstrap(),
+        topic: topic.into(),
+        expected: Expected { run_id: "runner-it".into(), parallelism: 2, records_per_subtask: 3_000 },
+        history: Some(outcome.history.clone()),
+        dir: mode_dir.clone(),
+        timeout: Duration::from_secs(60),
+    })
+    .await
+    .expect("check");
+    eprintln!("counts: {:?}", report.counts);
+    assert_eq!(report.counts.expected, 6_000);
+    assert_eq!(report.counts.committed, 6_000);
+    assert_eq!(report.counts.lost, 0);
+    assert_eq!(report.counts.duplicated, 0);
+    assert_eq!(report.counts.unexpected, 0);
+    cluster.teardown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
