@@ -1,5 +1,5 @@
 # sinkhole — two commands do all the set-up on a fresh machine:
-#   make run    installs what is missing, starts a local Kafka, runs the default probe/comparison
+#   make run    installs what is missing, starts a local Kafka, runs the FLIP-319 comparison
 #   make test   installs what is missing, runs unit and integration tests against real brokers
 KAFKA ?= 4.4.0
 # Versions the integration tests need (the probe test also runs 4.0.2).
@@ -7,7 +7,7 @@ TEST_KAFKA ?= 4.4.0,4.0.2
 CARGO ?= cargo
 BIN := target/release/sinkhole
 
-.PHONY: deps build setup run test clippy clean-clusters
+.PHONY: deps build setup run probe bench test clippy
 
 deps:
 	@scripts/install-deps.sh
@@ -18,8 +18,18 @@ build: deps
 setup: build
 	$(BIN) setup --kafka $(KAFKA)
 
+# The default comparison: legacy vs twopc-inject vs kip939 through an outage
+# longer than the transaction timeout, on a local 1-broker cluster.
 run: setup
+	$(BIN) run scenarios/flip319-long-outage.yaml --kafka $(KAFKA)
+
+# What the broker supports for KIP-939.
+probe: setup
 	$(BIN) probe --kafka $(KAFKA)
+
+# Throughput of the rig's wire producer vs librdkafka, side by side (release build).
+bench: setup
+	$(BIN) run scenarios/throughput.yaml --kafka $(KAFKA)
 
 test: deps
 	$(CARGO) build --bin sinkhole

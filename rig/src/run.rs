@@ -138,6 +138,24 @@ pub struct ModeSummary {
     pub reason: String,
     pub counts: checker::Counts,
     pub verdict: Option<PathBuf>,
+    /// The job's wall time (first worker start to the last commit).
+    #[serde(default)]
+    pub wall_ms: u64,
+    /// False when the output was not counted (the mode could not run).
+    #[serde(default)]
+    pub checked: bool,
+}
+
+impl ModeSummary {
+    /// Committed records per second of job wall time: the throughput the
+    /// sink achieved end to end, restores and faults included.
+    pub fn committed_per_sec(&self) -> u64 {
+        if self.wall_ms == 0 {
+            0
+        } else {
+            self.counts.committed * 1000 / self.wall_ms
+        }
+    }
 }
 
 /// `results/<run-id>/summary.json`.
@@ -162,6 +180,8 @@ pub fn summarize(v: &Verdict, path: Option<PathBuf>) -> ModeSummary {
         reason: v.reason.clone(),
         counts: v.counts,
         verdict: path,
+        wall_ms: v.wall_ms,
+        checked: v.checked,
     }
 }
 
@@ -178,8 +198,8 @@ pub fn exit_code(modes: &[ModeSummary]) -> u8 {
 /// `mode | records | committed | lost | duplicated | outcome | expected`,
 /// then the reason of each mode.
 pub fn render_table(modes: &[ModeSummary]) -> String {
-    let head = ["mode", "records", "committed", "lost", "duplicated", "outcome", "expected"];
-    let rows: Vec<[String; 7]> = modes
+    let head = ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "outcome", "expected"];
+    let rows: Vec<[String; 9]> = modes
         .iter()
         .map(|m| {
             let expected = match m.expected_met {
@@ -187,12 +207,16 @@ pub fn render_table(modes: &[ModeSummary]) -> String {
                 Some(false) => format!("{} (NOT met)", m.expected),
                 None => m.expected.clone(),
             };
+            // Counts of a mode whose output was not read are not zeros: "-".
+            let counted = |n: u64| if m.checked { n.to_string() } else { "-".to_string() };
             [
                 m.mode.name().to_string(),
                 m.counts.expected.to_string(),
-                m.counts.committed.to_string(),
-                m.counts.lost.to_string(),
-                m.counts.duplicated.to_string(),
+                counted(m.counts.committed),
+                counted(m.counts.lost),
+                counted(m.counts.duplicated),
+                format!("{:.1}", m.wall_ms as f64 / 1000.0),
+                counted(m.committed_per_sec()),
                 m.outcome.name().to_string(),
                 expected,
             ]
@@ -211,7 +235,7 @@ pub fn render_table(modes: &[ModeSummary]) -> String {
             .map(|(i, c)| {
                 let pad = w[i] - c.chars().count();
                 // numbers right-aligned, words left
-                if (1..=4).contains(&i) {
+                if (1..=6).contains(&i) {
                     format!("{}{c}", " ".repeat(pad))
                 } else {
                     format!("{c}{}", " ".repeat(pad))
@@ -311,6 +335,8 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
                     reason,
                     counts: checker::Counts::default(),
                     verdict: None,
+                    wall_ms: 0,
+                    checked: false,
                 }
             }
         };
@@ -512,17 +538,28 @@ mod tests {
             reason: format!("{mode} reason"),
             counts: checker::Counts { expected: 40000, committed: 40000 - lost, lost, duplicated: 0, unexpected: 0 },
             verdict: None,
+            wall_ms: 20_000,
+            checked: true,
         };
         let rows = vec![
             row(SinkMode::Legacy, Outcome::Pass, Some(true), "lost>0", 2000),
             row(SinkMode::TwopcInject, Outcome::Pass, Some(true), "clean", 0),
-            row(SinkMode::Kip939, Outcome::Inconclusive, None, "clean", 0),
+            ModeSummary { checked: false, ..row(SinkMode::Kip939, Outcome::Inconclusive, None, "clean", 0) },
         ];
         let t = render_table(&rows);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "mode         | records | committed | lost | duplicated | outcome      | expected");
-        assert_eq!(lines[2], "legacy       |   40000 |     38000 | 2000 |          0 | pass         | lost>0 (met)");
-        assert_eq!(lines[4], "kip939       |   40000 |     40000 |    0 |          0 | inconclusive | clean");
+        assert_eq!(
+            lines[0],
+            "mode         | records | committed | lost | duplicated | job s | committed/s | outcome      | expected"
+        );
+        assert_eq!(
+            lines[2],
+            "legacy       |   40000 |     38000 | 2000 |          0 |  20.0 |        1900 | pass         | lost>0 (met)"
+        );
+        assert_eq!(
+            lines[4],
+            "kip939       |   40000 |         - |    - |          - |  20.0 |           - | inconclusive | clean"
+        );
         assert_eq!(lines[5], "legacy: legacy reason");
         assert_eq!(exit_code(&rows), 0);
         let mut rows = rows;

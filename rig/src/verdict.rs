@@ -62,6 +62,10 @@ pub struct Verdict {
     pub expected_met: Option<bool>,
     pub reason: String,
     pub expectation: Option<Expectation>,
+    /// Whether the output was drained and counted; false when the mode could
+    /// not run (its counts are then zeros that mean nothing).
+    #[serde(default = "yes")]
+    pub checked: bool,
     pub counts: Counts,
     pub examples: Examples,
     pub uncommitted_tail: Vec<UncommittedTail>,
@@ -269,6 +273,10 @@ fn unconfirmed(faults: &[FaultRecord]) -> Option<String> {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// Everything [`build`] puts in a verdict besides the judgement.
 pub struct VerdictInput<'a> {
     pub scenario: &'a str,
@@ -294,6 +302,7 @@ pub fn build(i: VerdictInput<'_>) -> Verdict {
         expected_met: jd.expected_met,
         reason: jd.reason,
         expectation: i.expectation.cloned(),
+        checked: i.report.is_some(),
         counts: report.counts,
         examples: report.examples,
         uncommitted_tail: report.uncommitted_tail,

@@ -640,7 +640,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     self.committables_dropped += 1;
                 }
                 let unsupported = match &event {
-                    EventKind::Unsupported { error, .. } => Some(error.clone()),
+                    EventKind::Unsupported { what, error } => Some(format!("{what} → {error}")),
                     _ => None,
                 };
                 self.history.record_at(at, Source::Worker { subtask: s }, event).context("writing the history")?;

@@ -531,7 +531,8 @@ async fn unsupported_ends_the_job_at_once_with_the_exact_error() {
     let r =
         run("unsupported", job(2, 100), Behavior { unsupported: Some(error.clone()), ..Behavior::default() }, vec![])
             .await;
-    assert_eq!(r.outcome.job, JobOutcome::Unsupported { error });
+    // What was refused, then the broker's exact answer.
+    assert_eq!(r.outcome.job, JobOutcome::Unsupported { error: format!("keepPreparedTxn → {error}") });
     assert_eq!(r.outcome.attempts, 1);
     assert_eq!(r.count(|k| matches!(k, EventKind::Restarting { .. })), 0);
     assert!(r.count(|k| matches!(k, EventKind::Unsupported { .. })) >= 1);
