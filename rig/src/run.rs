@@ -150,11 +150,7 @@ impl ModeSummary {
     /// Committed records per second of job wall time: the throughput the
     /// sink achieved end to end, restores and faults included.
     pub fn committed_per_sec(&self) -> u64 {
-        if self.wall_ms == 0 {
-            0
-        } else {
-            self.counts.committed * 1000 / self.wall_ms
-        }
+        (self.counts.committed * 1000).checked_div(self.wall_ms).unwrap_or(0)
     }
 }
 
