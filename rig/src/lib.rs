@@ -18,6 +18,7 @@ pub mod procs;
 pub mod run;
 pub mod runner;
 pub mod scenario;
+pub mod utc;
 pub mod verdict;
 
 /// The Kafka release the rig uses when none is named.

@@ -69,20 +69,9 @@ impl Plan {
     }
 }
 
-/// UTC `yyyymmddThhmmss` for a Unix time (civil-from-days, H. Hinnant's algorithm).
+/// UTC `yyyymmddThhmmss` for a Unix time.
 pub fn timestamp(unix_s: u64) -> String {
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+    crate::utc::Utc::from_unix(unix_s).compact()
 }
 
 /// 8 hex digits (FNV-1a of the run id): unique enough per run, short enough

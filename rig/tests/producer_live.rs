@@ -17,7 +17,7 @@ use rdkafka::config::ClientConfig as RdConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_rig::cluster::local::LocalCluster;
 use sinkhole_workloads::model::TxnProtocol;
 use sinkhole_workloads::producer::{
     Bytes, InitOptions, ProducerConfig, ProducerError, StateKind, TxnProducer, TxnState,
@@ -154,16 +154,7 @@ async fn describe(p: &mut TxnProducer, tid: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactional_producer_against_kafka_4_4_0() {
     let _turn = common::serial();
-    let mut spec = LocalSpec::new(common::dist("4.4.0"), 1, common::test_dir("producer"));
-    spec.remove_dir_on_teardown = true;
-    for (k, v) in [
-        ("transaction.two.phase.commit.enable", "true"),
-        ("unstable.api.versions.enable", "true"),
-        ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"),
-    ] {
-        spec.broker_config.insert(k.into(), v.into());
-    }
-    let cluster = LocalCluster::start(spec).await.expect("1-node cluster starts");
+    let cluster = LocalCluster::start(common::two_pc_spec("producer")).await.expect("1-node cluster starts");
     let servers = cluster.bootstrap_list();
     let bootstrap = cluster.bootstrap();
 

@@ -37,13 +37,9 @@ async fn wire_client_against_a_live_broker() {
     let servers = match external_bootstrap() {
         Some(s) => s,
         None => {
-            let mut spec =
-                sinkhole_rig::cluster::local::LocalSpec::new(common::dist("4.4.0"), 1, common::test_dir("wire"));
-            spec.remove_dir_on_teardown = true;
-            for (k, v) in [("transaction.two.phase.commit.enable", "true"), ("unstable.api.versions.enable", "true")] {
-                spec.broker_config.insert(k.into(), v.into());
-            }
-            let c = sinkhole_rig::cluster::local::LocalCluster::start(spec).await.expect("1-node cluster starts");
+            let c = sinkhole_rig::cluster::local::LocalCluster::start(common::two_pc_spec("wire"))
+                .await
+                .expect("1-node cluster starts");
             let b = c.bootstrap_list();
             _cluster = Some(c);
             b

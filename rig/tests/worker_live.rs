@@ -29,7 +29,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{ClientConfig as RdConfig, Offset, TopicPartitionList};
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_rig::cluster::local::LocalCluster;
 use sinkhole_workloads::control::{Channel, ChannelReader, ChannelWriter};
 use sinkhole_workloads::model::{
     record, CommitOutcome, EventKind, FromWorker, Partitioning, SinkMode, SubtaskState, ToWorker, WorkerConfig,
@@ -69,16 +69,7 @@ async fn bootstrap() -> Vec<String> {
             return BOOTSTRAP.get_or_init(|| list).clone();
         }
     }
-    let mut spec = LocalSpec::new(common::dist("4.4.0"), 1, common::test_dir("worker"));
-    spec.remove_dir_on_teardown = true;
-    for (k, v) in [
-        ("transaction.two.phase.commit.enable", "true"),
-        ("unstable.api.versions.enable", "true"),
-        ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"),
-    ] {
-        spec.broker_config.insert(k.into(), v.into());
-    }
-    let cluster = LocalCluster::start(spec).await.expect("1-node cluster starts");
+    let cluster = LocalCluster::start(common::two_pc_spec("worker")).await.expect("1-node cluster starts");
     let list = cluster.bootstrap_list();
     CLUSTER.get_or_init(|| Mutex::new(None)).lock().unwrap().replace(cluster);
     // SAFETY: registers a plain extern "C" function without captured state.

@@ -26,3 +26,20 @@ pub fn test_dir(name: &str) -> PathBuf {
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_sinkhole"))
 }
+
+/// A throwaway 1-node Kafka 4.4.0 spec as the transactional tests want it:
+/// KIP-939's broker settings on (2PC and unstable API versions, so
+/// InitProducerId v6 is advertised) and a 500 ms timeout-abort scan, so a
+/// transaction past its timeout is aborted within a second.
+pub fn two_pc_spec(name: &str) -> sinkhole_rig::cluster::local::LocalSpec {
+    let mut spec = sinkhole_rig::cluster::local::LocalSpec::new(dist("4.4.0"), 1, test_dir(name));
+    spec.remove_dir_on_teardown = true;
+    for (k, v) in [
+        ("transaction.two.phase.commit.enable", "true"),
+        ("unstable.api.versions.enable", "true"),
+        ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"),
+    ] {
+        spec.broker_config.insert(k.into(), v.into());
+    }
+    spec
+}

@@ -1,0 +1,57 @@
+//! UTC calendar time from Unix seconds, without a date-time dependency: run ids
+//! and install markers need only a timestamp, not time zones.
+
+/// A UTC time broken into its fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Utc {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+}
+
+impl Utc {
+    /// Unix seconds → proleptic Gregorian UTC (Howard Hinnant's public-domain
+    /// civil-from-days algorithm).
+    pub fn from_unix(secs: u64) -> Utc {
+        let days = (secs / 86_400) as i64;
+        let rem = (secs % 86_400) as u32;
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        Utc { year, month, day, hour: rem / 3600, minute: rem / 60 % 60, second: rem % 60 }
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub fn rfc3339(&self) -> String {
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+
+    /// `YYYYMMDDTHHMMSS`, for names.
+    pub fn compact(&self) -> String {
+        format!("{:04}{:02}{:02}T{:02}{:02}{:02}", self.year, self.month, self.day, self.hour, self.minute, self.second)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_dates() {
+        assert_eq!(Utc::from_unix(0).compact(), "19700101T000000");
+        assert_eq!(Utc::from_unix(951_782_400).compact(), "20000229T000000");
+        assert_eq!(Utc::from_unix(1_787_400_000 + 3_723).rfc3339(), "2026-08-22T13:02:03Z");
+    }
+}
