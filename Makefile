@@ -7,7 +7,7 @@ TEST_KAFKA ?= 4.4.0,4.0.2
 CARGO ?= cargo
 BIN := target/release/sinkhole
 
-.PHONY: deps build setup run probe bench test clippy
+.PHONY: deps build setup run probe bench bench-checker test clippy
 
 deps:
 	@scripts/install-deps.sh
@@ -30,6 +30,10 @@ probe: setup
 # Throughput of the rig's wire producer vs librdkafka, side by side (release build).
 bench: setup
 	$(BIN) run scenarios/throughput.yaml --kafka $(KAFKA)
+
+# The checker on 10 million synthetic records: records/s and peak memory per record.
+bench-checker: build
+	$(BIN) bench-checker --records 10000000
 
 test: deps
 	$(CARGO) build --bin sinkhole

@@ -9,10 +9,13 @@
 //! - [`probe`]: what a broker can do for two-phase commit;
 //! - [`scenario`]: the YAML scenario format;
 //! - [`runner`]: one mode of a scenario — workers, checkpoint coordinator, faults, history;
-//! - [`checker`]: drains the output and counts anomalies.
+//! - [`checker`]: drains the output and counts anomalies;
+//! - [`latency`]: latency histograms (history, live tail) and the interval log.
 pub mod checker;
 pub mod cluster;
 pub mod install;
+pub mod junit;
+pub mod latency;
 pub mod probe;
 pub mod procs;
 pub mod run;

@@ -59,6 +59,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Re-run the checker offline on a stored run (a results/<run-id>
+    /// directory, or one mode directory in it): rewrites verdict.json,
+    /// summary.json and junit.xml and prints the table. No cluster needed.
+    Check {
+        /// The run's results directory.
+        dir: PathBuf,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Benchmark the checker on synthetic records (records/s, peak memory).
+    #[command(hide = true)]
+    BenchChecker {
+        #[arg(long, default_value_t = 10_000_000)]
+        records: u64,
+        #[arg(long, default_value_t = 4)]
+        subtasks: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// One subtask of a job (started by the runner, not by hand).
     #[command(hide = true)]
     Worker {
@@ -249,6 +269,36 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
                 Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
                 Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
             }
+        }
+        Command::Check { dir, json } => match sinkhole_rig::checker::offline::run(&dir, json) {
+            Ok(0) => Ok(()),
+            Ok(_) => Err(Failure::Failed(anyhow!("at least one mode did not meet its expectation"))),
+            Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
+            Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
+        },
+        Command::BenchChecker { records, subtasks, json } => {
+            let r = sinkhole_rig::checker::bench::run(records, subtasks);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                let mem = match (r.peak_bytes, r.bytes_per_record) {
+                    (Some(b), Some(per)) => format!("{:.1} MiB peak ({per:.2} bytes/record)", b as f64 / 1048576.0),
+                    _ => "peak memory unknown (no /proc)".to_string(),
+                };
+                println!(
+                    "checker: {} records ({} subtasks, {} transactions) in {:.3} s: {:.2} M records/s, {mem}",
+                    r.records,
+                    r.subtasks,
+                    r.transactions,
+                    r.check_seconds,
+                    r.records_per_sec / 1e6
+                );
+                println!(
+                    "found: {} lost, {} duplicated, {} nonmonotonic (injected: one lost and one replayed transaction)",
+                    r.counts.lost, r.counts.duplicated, r.counts.nonmonotonic
+                );
+            }
+            Ok(())
         }
         Command::Worker { config, control } => {
             let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;

@@ -15,6 +15,7 @@ use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use crate::checker::{self, CheckSpec, Expected};
 use crate::cluster::local::{LocalCluster, LocalSpec};
 use crate::install;
+use crate::latency;
 use crate::runner::{self, JobOutcome, ModeOutcome, ModeRun};
 use crate::scenario::{self, Scenario};
 use crate::verdict::{self, Outcome, Verdict, VerdictInput};
@@ -328,6 +329,10 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         modes.push(row);
     }
     cluster.teardown();
+    let mode_dirs: Vec<PathBuf> = s.modes.iter().map(|m| plan.mode_dir(*m)).collect();
+    if let Err(e) = latency::write_run_log(&plan.dir, &mode_dirs) {
+        progress(&format!("latency.hlog not written: {e}"));
+    }
 
     let summary = Summary {
         run_id: plan.run_id.clone(),
@@ -341,6 +346,7 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     };
     std::fs::write(plan.dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")
         .context("writing summary.json")?;
+    crate::junit::write(&plan.dir, &summary).context("writing junit.xml")?;
     Ok(summary)
 }
 
@@ -361,6 +367,15 @@ async fn run_one(plan: &Plan, cluster: &mut LocalCluster, mode: SinkMode) -> any
         .with_context(|| format!("creating topic {topic}"))?;
     drop(client);
     progress(&format!("{mode}: topic {topic} ready; running the job"));
+    // The live read_committed tail for `visibility`, started before any
+    // worker; without it the run goes on, unmeasured.
+    let tail = match latency::tail::Tail::start(&cluster.bootstrap(), &topic, s.topic.partitions) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            progress(&format!("{mode}: the visibility tail did not start ({e}); visibility is not measured"));
+            None
+        }
+    };
 
     let outcome: ModeOutcome = runner::run_mode(ModeRun {
         run_id: plan.run_id.clone(),
@@ -384,6 +399,10 @@ async fn run_one(plan: &Plan, cluster: &mut LocalCluster, mode: SinkMode) -> any
     })
     .await
     .with_context(|| format!("running mode {mode}"))?;
+    let seen = match tail {
+        Some(t) => t.stop().await.map_err(|e| progress(&format!("{mode}: visibility tail: {e:#}"))).ok(),
+        None => None,
+    };
 
     // A mode the broker cannot run wrote nothing worth checking.
     let report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
@@ -417,6 +436,10 @@ async fn run_one(plan: &Plan, cluster: &mut LocalCluster, mode: SinkMode) -> any
     });
     // Unchecked (unsupported): still say how many records the job was for.
     v.counts.expected = u64::from(s.job.parallelism) * s.job.records_per_subtask;
+    match latency::finish_mode(mode, &dir, &outcome.history, seen.as_ref()) {
+        Ok(l) => v.latency = l,
+        Err(e) => progress(&format!("{mode}: latency not recorded: {e}")),
+    }
     let path = verdict::write(&dir, &v).context("writing verdict.json")?;
     progress(&format!("{mode}: {} — {}", v.outcome.name(), v.reason));
     Ok(summarize(&v, Some(path)))
@@ -438,6 +461,8 @@ pub async fn run(args: RunArgs) -> Result<u8, RunError> {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print!("{}", render_table(&summary.modes));
+        let verdicts: Vec<_> = summary.modes.iter().map(|m| (m.mode, m.verdict.clone())).collect();
+        print!("{}", latency::render_lines(&verdicts));
         println!("results: {}", summary.dir.display());
     }
     Ok(summary.exit_code)
@@ -521,7 +546,7 @@ mod tests {
             expected_met: met,
             expected: expected.into(),
             reason: format!("{mode} reason"),
-            counts: checker::Counts { expected: 40000, committed: 40000 - lost, lost, duplicated: 0, unexpected: 0 },
+            counts: checker::Counts { expected: 40000, committed: 40000 - lost, lost, ..checker::Counts::default() },
             verdict: None,
             wall_ms: 20_000,
             checked: true,

@@ -195,6 +195,9 @@ pub enum CountName {
     Lost,
     Duplicated,
     Unexpected,
+    Nonmonotonic,
+    AbortedRead,
+    TornTransaction,
 }
 
 /// A condition on a count: `0`, `">0"`, `">=5"`, `"<10"`, `"==3"`.
@@ -968,5 +971,8 @@ pub fn count_key(c: CountName) -> &'static str {
         CountName::Lost => "lost",
         CountName::Duplicated => "duplicated",
         CountName::Unexpected => "unexpected",
+        CountName::Nonmonotonic => "nonmonotonic",
+        CountName::AbortedRead => "aborted-read",
+        CountName::TornTransaction => "torn-transaction",
     }
 }

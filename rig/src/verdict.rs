@@ -80,6 +80,10 @@ pub struct Verdict {
     /// The saved drain (`drained.bin`), for offline re-checks.
     pub drained: PathBuf,
     pub wall_ms: u64,
+    /// Latency per metric (µs: p50, p90, p99, p99.9, max, count), see
+    /// [`crate::latency`]; a metric the mode did not measure is absent.
+    #[serde(default)]
+    pub latency: std::collections::BTreeMap<String, crate::latency::Summary>,
 }
 
 /// Renders an expectation as written in YAML, compactly: `clean`, `lost>0`.
@@ -105,27 +109,41 @@ fn count_of(c: &Counts, n: CountName) -> u64 {
         CountName::Lost => c.lost,
         CountName::Duplicated => c.duplicated,
         CountName::Unexpected => c.unexpected,
+        CountName::Nonmonotonic => c.nonmonotonic,
+        CountName::AbortedRead => c.aborted_read,
+        CountName::TornTransaction => c.torn_transaction,
     }
 }
 
+/// The anomalies a `clean` expectation forbids.
+const CLEAN: [CountName; 6] = [
+    CountName::Lost,
+    CountName::Duplicated,
+    CountName::Unexpected,
+    CountName::Nonmonotonic,
+    CountName::AbortedRead,
+    CountName::TornTransaction,
+];
+
 fn counts_text(c: &Counts) -> String {
-    format!(
+    let mut t = format!(
         "{} of {} committed, {} lost, {} duplicated, {} unexpected",
         c.committed, c.expected, c.lost, c.duplicated, c.unexpected
-    )
+    );
+    // The later anomaly kinds only when seen, so the usual line stays short.
+    for k in [CountName::Nonmonotonic, CountName::AbortedRead, CountName::TornTransaction] {
+        if count_of(c, k) > 0 {
+            t.push_str(&format!(", {} {}", count_of(c, k), count_key(k)));
+        }
+    }
+    t
 }
 
 /// The expectation's conditions on the counts (a `clean` expectation is
 /// lost == 0, duplicated == 0, unexpected == 0).
 fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
     match e {
-        Expectation::Word(ExpectWord::Clean) => {
-            vec![
-                (CountName::Lost, Cmp::Eq(0)),
-                (CountName::Duplicated, Cmp::Eq(0)),
-                (CountName::Unexpected, Cmp::Eq(0)),
-            ]
-        }
+        Expectation::Word(ExpectWord::Clean) => CLEAN.iter().map(|k| (*k, Cmp::Eq(0))).collect(),
         Expectation::Word(ExpectWord::JobFailed) => vec![],
         // Validation already rejected conditions that do not parse.
         Expectation::Counts(m) => m.iter().filter_map(|(k, c)| c.parse().ok().map(|cmp| (*k, cmp))).collect(),
@@ -135,7 +153,7 @@ fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
 /// Whether the expectation holds on the counts, and why.
 pub fn evaluate(e: &Expectation, c: &Counts) -> (bool, String) {
     if let Expectation::Word(ExpectWord::Clean) = e {
-        let ok = c.lost == 0 && c.duplicated == 0 && c.unexpected == 0;
+        let ok = CLEAN.iter().all(|k| count_of(c, *k) == 0);
         let head = if ok { "clean as expected" } else { "expected clean" };
         return (ok, format!("{head}: {}", counts_text(c)));
     }
@@ -316,6 +334,8 @@ pub fn build(i: VerdictInput<'_>) -> Verdict {
         history: o.history.clone(),
         drained: i.drained,
         wall_ms: o.wall_ms,
+        // Filled by the caller, who has the history and the live tail.
+        latency: Default::default(),
     }
 }
 
@@ -336,7 +356,7 @@ mod tests {
     use crate::scenario::Condition;
 
     fn counts(lost: u64, duplicated: u64, unexpected: u64) -> Counts {
-        Counts { expected: 100, committed: 100 - lost, lost, duplicated, unexpected }
+        Counts { expected: 100, committed: 100 - lost, lost, duplicated, unexpected, ..Counts::default() }
     }
 
     fn report(c: Counts) -> CheckReport {

@@ -350,6 +350,16 @@ pub enum EventKind {
         records: u64,
         latency_us: u64,
     },
+    /// Latency samples only a worker can take (`produce-ack` per Produce
+    /// request or delivery report, `txn-begin`, `pre-commit` of a sink without
+    /// committables), batched: one event per barrier and metric, never one per
+    /// request. `buckets` are `[value µs, count]` pairs of an HdrHistogram
+    /// with 3 significant digits, so an event's size is bounded by the distinct
+    /// values, not by the number of requests. Placed in time at the event.
+    LatencySamples {
+        metric: String,
+        buckets: Vec<(u64, u64)>,
+    },
     // --- faults ---
     FaultStarted {
         name: String,
@@ -370,6 +380,13 @@ pub enum EventKind {
     Note {
         text: String,
     },
+}
+
+/// Names of the latency metrics (`LatencySamples.metric`, tags in `latency.hlog`).
+pub mod metric {
+    pub const PRODUCE_ACK: &str = "produce-ack";
+    pub const TXN_BEGIN: &str = "txn-begin";
+    pub const PRE_COMMIT: &str = "pre-commit";
 }
 
 /// Record layout (the checker parses what the source writes).

@@ -35,7 +35,11 @@ pub fn parse(text: &str, path: &Path) -> Result<History, CheckerError> {
             // The last line without its newline: torn by a crash.
             Err(_) if i + 1 == lines.len() => h.torn_tail = true,
             Err(e) => {
-                return Err(CheckerError::History { path: path.to_path_buf(), line: i + 1, message: e.to_string() })
+                // serde's "at line 1 column N" counts within this one line.
+                let what = e.to_string();
+                let what = what.rsplit_once(" at line ").map_or(what.as_str(), |(w, _)| w).to_string();
+                let message = format!("column {}: damaged history line, not an event: {what}", e.column());
+                return Err(CheckerError::History { path: path.to_path_buf(), line: i + 1, message });
             }
         }
     }

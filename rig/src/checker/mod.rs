@@ -5,20 +5,26 @@
 //! - I/O ([`drain`], [`store`], [`history`]): read the output topic with
 //!   `read_committed` up to the high-water marks, save the records, read the
 //!   run's history;
-//! - pure ([`check`]): count committed, lost, duplicated and unexpected
-//!   records and attribute losses to the transactions the history recorded.
+//! - pure ([`check`], [`count`]): count committed, lost, duplicated,
+//!   unexpected, nonmonotonic, aborted-read and torn-transaction records and
+//!   attribute them to the transactions the history recorded.
 //!
 //! Jepsen's shape: the checker never talks to the system under test while it
 //! runs; it reads what the run left behind (the topic and `history.jsonl`).
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sinkhole_workloads::model::{record, CommitOutcome, Event, EventKind, Source};
+use sinkhole_workloads::model::{CommitOutcome, Event, EventKind, Source};
 
+pub mod bench;
+#[cfg(test)]
+mod calibration;
+pub mod count;
 pub mod drain;
 pub mod history;
+pub mod offline;
 pub mod store;
 
 /// How many examples of each anomaly a report keeps.
@@ -73,7 +79,8 @@ pub struct Expected {
     pub records_per_subtask: u64,
 }
 
-/// The counts a verdict is judged on.
+/// The counts a verdict is judged on. Fields after `unexpected` were added
+/// later: `#[serde(default)]` keeps older verdict and summary files readable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Counts {
     /// parallelism × records_per_subtask.
@@ -86,10 +93,24 @@ pub struct Counts {
     pub duplicated: u64,
     /// Records of another run, malformed, or out of the source's range.
     pub unexpected: u64,
+    /// Steps back: within a partition, a subtask's seq not above the one
+    /// before it (read in offset order; a repeat counts too).
+    #[serde(default)]
+    pub nonmonotonic: u64,
+    /// Visible records that only a transaction the history says was aborted
+    /// can have written.
+    #[serde(default)]
+    pub aborted_read: u64,
+    /// Transactions with some records visible and others not.
+    #[serde(default)]
+    pub torn_transaction: u64,
+    /// Partitions whose read_committed position stayed below the high-water mark.
+    #[serde(default)]
+    pub uncommitted_tail: u64,
 }
 
 /// One example of an anomaly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Example {
     pub subtask: Option<u32>,
     /// The first (or only) sequence number.
@@ -100,6 +121,9 @@ pub struct Example {
     pub partition: Option<i32>,
     pub offset: Option<i64>,
     pub transactional_id: Option<String>,
+    /// The checkpoint of that transaction, where the history knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<u64>,
     /// A sentence for the report.
     pub detail: String,
 }
@@ -109,6 +133,12 @@ pub struct Examples {
     pub lost: Vec<Example>,
     pub duplicated: Vec<Example>,
     pub unexpected: Vec<Example>,
+    #[serde(default)]
+    pub nonmonotonic: Vec<Example>,
+    #[serde(default)]
+    pub aborted_read: Vec<Example>,
+    #[serde(default)]
+    pub torn_transaction: Vec<Example>,
 }
 
 /// A partition whose read_committed position stayed below the high-water
@@ -146,41 +176,261 @@ pub struct TxnInfo {
     pub outcome: Option<CommitOutcome>,
 }
 
-/// The history's transactions, for attributing lost records.
+/// What the history says became of one transaction (one incarnation of a
+/// transactional id: the ids are reused across restores, each time with a
+/// new producer epoch, and records carry only the id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnStatus {
+    /// Neither a commit nor an abort recorded.
+    Open,
+    /// A `CommitFinished` with outcome `committed`.
+    Committed,
+    /// An explicit abort recorded: `TxnAborted` (the sink's own abort,
+    /// answered by the broker) or `LingeringAborted` (an InitProducerId on
+    /// restore fenced the id and aborted what was open under it).
+    Aborted,
+    /// Opened and closed without records (an empty transaction emits no
+    /// committable): it wrote nothing.
+    Empty,
+}
+
+/// A pre-committed transaction that may be visible (not aborted): records
+/// carrying its id and a seq in its range are attributed to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub subtask: u32,
+    pub transactional_id: String,
+    pub checkpoint: u64,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub status: TxnStatus,
+    /// No other candidate of the same id overlaps its range.
+    pub unambiguous: bool,
+}
+
+/// An aborted incarnation of a transactional id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbortedTxn {
+    /// The seqs it carried, when it was pre-committed before the abort.
+    pub range: Option<(u64, u64)>,
+    pub checkpoint: Option<u64>,
+    /// How the history says it ended.
+    pub how: String,
+}
+
+/// Everything the history says about one transactional id.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TidHistory {
+    pub transactional_id: String,
+    /// Indexes into [`HistoryIndex::candidates`].
+    pub candidates: Vec<usize>,
+    pub aborted: Vec<AbortedTxn>,
+    /// A transaction under this id that may be visible but whose seqs the
+    /// history does not know (committed in one phase, or never pre-committed
+    /// and never ended): no visible record of the id can be called an
+    /// aborted read.
+    pub opaque: bool,
+    /// The checkpoint of the latest transaction under this id.
+    pub checkpoint: Option<u64>,
+}
+
+impl TidHistory {
+    /// Whether an aborted incarnation of the id could have written seq `q`.
+    pub fn aborted_could_hold(&self, q: u64) -> bool {
+        self.aborted.iter().any(|a| a.range.is_none_or(|(x, y)| x <= q && q <= y))
+    }
+
+    fn aborted_for(&self, q: u64) -> Option<&AbortedTxn> {
+        // A pre-committed range that holds q says more than an open one.
+        self.aborted
+            .iter()
+            .find(|a| a.range.is_some_and(|(x, y)| x <= q && q <= y))
+            .or_else(|| self.aborted.iter().find(|a| a.range.is_none()))
+    }
+
+    pub fn abort_text(&self, q: u64) -> String {
+        match self.aborted_for(q) {
+            Some(a) => match a.checkpoint {
+                Some(c) => format!("the history says was aborted (checkpoint {c}): {}", a.how),
+                None => format!("the history says was aborted: {}", a.how),
+            },
+            None => "the history says was aborted".to_string(),
+        }
+    }
+
+    pub fn aborted_checkpoint(&self, q: u64) -> Option<u64> {
+        self.aborted_for(q).and_then(|a| a.checkpoint)
+    }
+}
+
+/// The history's transactions, for attributing records and losses.
 #[derive(Debug, Clone, Default)]
 pub struct HistoryIndex {
+    /// Pre-committed transactions, the latest per (id, checkpoint), with the
+    /// last commit outcome: what lost ranges are attributed to.
     pub txns: Vec<TxnInfo>,
+    /// Per subtask: indexes into `txns` sorted by first seq, and the longest
+    /// range (bounds the search for transactions covering a seq).
+    by_subtask: Vec<(Vec<usize>, u64)>,
+    pub candidates: Vec<Candidate>,
+    pub tids: Vec<TidHistory>,
+    pub tid_index: HashMap<String, usize>,
+}
+
+/// One incarnation while the index is built.
+struct Inc {
+    tid: usize,
+    subtask: Option<u32>,
+    checkpoint: Option<u64>,
+    range: Option<(u64, u64)>,
+    status: TxnStatus,
+    how: String,
 }
 
 impl HistoryIndex {
-    /// From history events: `TxnPrecommitted` committables (with their seq
-    /// ranges) and the `CommitFinished` outcome of each.
+    /// From history events, in the order they were written.
+    ///
+    /// The rule for "the history says this transaction was aborted" (the
+    /// `aborted-read` anomaly): an explicit abort was recorded for it —
+    /// `TxnAborted`, or `LingeringAborted` after it was opened and before it
+    /// was committed. A commit that was `dropped` or `failed` is *not* an
+    /// abort: the broker may have committed the transaction in an earlier
+    /// attempt whose outcome the history lost (a kill between EndTxn and the
+    /// history line), and a repeated EndTxn is then refused (with
+    /// Transactions V2, PRODUCER_FENCED) although the data is committed. A
+    /// dropped commit of a transaction the broker aborted shows up as `lost`.
     pub fn from_events(events: &[Event]) -> HistoryIndex {
         let mut txns: Vec<TxnInfo> = Vec::new();
+        let mut txn_at: HashMap<(String, u64), usize> = HashMap::new();
         let mut outcomes: BTreeMap<(String, u64), CommitOutcome> = BTreeMap::new();
+        let mut tids: Vec<TidHistory> = Vec::new();
+        let mut tid_index: HashMap<String, usize> = HashMap::new();
+        let mut incs: Vec<Inc> = Vec::new();
+        let mut per_tid: Vec<Vec<usize>> = Vec::new();
+        // The incarnation each subtask has open (opened, not pre-committed) in the current attempt.
+        let mut open: HashMap<u32, usize> = HashMap::new();
+
+        let mut tid_of = |name: &str, tids: &mut Vec<TidHistory>, per_tid: &mut Vec<Vec<usize>>| -> usize {
+            if let Some(&i) = tid_index.get(name) {
+                return i;
+            }
+            tids.push(TidHistory { transactional_id: name.to_string(), ..TidHistory::default() });
+            per_tid.push(Vec::new());
+            tid_index.insert(name.to_string(), tids.len() - 1);
+            tids.len() - 1
+        };
+        let new_inc = |incs: &mut Vec<Inc>, per_tid: &mut Vec<Vec<usize>>, tid: usize, subtask: Option<u32>| {
+            incs.push(Inc { tid, subtask, checkpoint: None, range: None, status: TxnStatus::Open, how: String::new() });
+            per_tid[tid].push(incs.len() - 1);
+            incs.len() - 1
+        };
         for e in events {
+            let worker = match e.source {
+                Source::Worker { subtask } => Some(subtask),
+                _ => None,
+            };
             match &e.kind {
+                EventKind::JobStarted { .. } => open.clear(),
+                EventKind::WorkerStarted { subtask, .. } => {
+                    open.remove(subtask);
+                }
+                EventKind::JobFinished { .. } => {
+                    // Workers were stopped: what they still had open held no
+                    // records (close aborts one that does, with TxnAborted).
+                    for (_, i) in open.drain() {
+                        if incs[i].status == TxnStatus::Open && incs[i].range.is_none() {
+                            incs[i].status = TxnStatus::Empty;
+                        }
+                    }
+                }
+                EventKind::TxnOpened { transactional_id, checkpoint } => {
+                    let subtask = worker.or_else(|| subtask_of_tid(transactional_id));
+                    if let Some(s) = subtask {
+                        // A transaction is opened only after the previous one
+                        // was pre-committed; one without a committable was empty.
+                        if let Some(prev) = open.remove(&s) {
+                            if incs[prev].status == TxnStatus::Open && incs[prev].range.is_none() {
+                                incs[prev].status = TxnStatus::Empty;
+                            }
+                        }
+                    }
+                    let t = tid_of(transactional_id, &mut tids, &mut per_tid);
+                    let i = new_inc(&mut incs, &mut per_tid, t, subtask);
+                    incs[i].checkpoint = Some(*checkpoint);
+                    if let Some(s) = subtask {
+                        open.insert(s, i);
+                    }
+                }
                 EventKind::TxnPrecommitted { committable: c, .. } => {
-                    let (Some(first), Some(last)) = (c.first_seq, c.last_seq) else { continue };
-                    let subtask = match e.source {
-                        Source::Worker { subtask } => Some(subtask),
-                        _ => subtask_of_tid(&c.transactional_id),
+                    let subtask = worker.or_else(|| subtask_of_tid(&c.transactional_id));
+                    let t = tid_of(&c.transactional_id, &mut tids, &mut per_tid);
+                    let i = match subtask.and_then(|s| open.get(&s).copied()).filter(|&i| incs[i].tid == t) {
+                        Some(i) => i,
+                        None => match per_tid[t].last().copied().filter(|&i| incs[i].status == TxnStatus::Open) {
+                            Some(i) => i,
+                            None => new_inc(&mut incs, &mut per_tid, t, subtask),
+                        },
                     };
-                    let Some(subtask) = subtask else { continue };
-                    // A restored attempt pre-commits the same range again under a
-                    // new id: keep each (tid, checkpoint) once, the latest wins.
-                    txns.retain(|t| !(t.transactional_id == c.transactional_id && t.checkpoint == c.checkpoint));
-                    txns.push(TxnInfo {
-                        subtask,
-                        transactional_id: c.transactional_id.clone(),
-                        checkpoint: c.checkpoint,
-                        first_seq: first,
-                        last_seq: last,
-                        outcome: None,
-                    });
+                    if let Some(s) = subtask {
+                        if open.get(&s) == Some(&i) {
+                            open.remove(&s);
+                        }
+                    }
+                    incs[i].checkpoint = Some(c.checkpoint);
+                    if let (Some(first), Some(last)) = (c.first_seq, c.last_seq) {
+                        incs[i].range = Some((first.min(last), first.max(last)));
+                        if let Some(s) = subtask {
+                            // A restored attempt pre-commits the same range again under a
+                            // new id: keep each (tid, checkpoint) once, the latest wins.
+                            let info = TxnInfo {
+                                subtask: s,
+                                transactional_id: c.transactional_id.clone(),
+                                checkpoint: c.checkpoint,
+                                first_seq: first,
+                                last_seq: last,
+                                outcome: None,
+                            };
+                            match txn_at.get(&(c.transactional_id.clone(), c.checkpoint)) {
+                                Some(&k) => txns[k] = info,
+                                None => {
+                                    txn_at.insert((c.transactional_id.clone(), c.checkpoint), txns.len());
+                                    txns.push(info);
+                                }
+                            }
+                        }
+                    }
                 }
                 EventKind::CommitFinished { transactional_id, checkpoint, outcome, .. } => {
                     outcomes.insert((transactional_id.clone(), *checkpoint), outcome.clone());
+                    if *outcome == CommitOutcome::Committed {
+                        let t = tid_of(transactional_id, &mut tids, &mut per_tid);
+                        let found = per_tid[t]
+                            .iter()
+                            .rev()
+                            .copied()
+                            .find(|&i| incs[i].checkpoint == Some(*checkpoint))
+                            .or_else(|| {
+                                per_tid[t].iter().rev().copied().find(|&i| incs[i].status != TxnStatus::Aborted)
+                            });
+                        let i = match found {
+                            Some(i) => i,
+                            None => {
+                                let s = worker.or_else(|| subtask_of_tid(transactional_id));
+                                let i = new_inc(&mut incs, &mut per_tid, t, s);
+                                incs[i].checkpoint = Some(*checkpoint);
+                                i
+                            }
+                        };
+                        incs[i].status = TxnStatus::Committed;
+                    }
+                }
+                EventKind::TxnAborted { transactional_id, producer_id, epoch, reason } => {
+                    let how = format!("aborted by the sink ({reason}; producer {producer_id} epoch {epoch})");
+                    abort_latest(transactional_id, how, worker, &mut tid_of, &mut tids, &mut incs, &mut per_tid);
+                }
+                EventKind::LingeringAborted { transactional_id, epoch } => {
+                    let how = format!("aborted as a lingering transaction on restore (fenced at epoch {epoch})");
+                    abort_latest(transactional_id, how, worker, &mut tid_of, &mut tids, &mut incs, &mut per_tid);
                 }
                 _ => {}
             }
@@ -188,15 +438,137 @@ impl HistoryIndex {
         for t in &mut txns {
             t.outcome = outcomes.get(&(t.transactional_id.clone(), t.checkpoint)).cloned();
         }
-        HistoryIndex { txns }
+
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for (t, list) in per_tid.iter().enumerate() {
+            let th = &mut tids[t];
+            for &i in list {
+                let inc = &incs[i];
+                if inc.checkpoint.is_some() {
+                    th.checkpoint = inc.checkpoint;
+                }
+                match (inc.status, inc.range) {
+                    (TxnStatus::Empty, _) => {}
+                    (TxnStatus::Aborted, range) => {
+                        th.aborted.push(AbortedTxn { range, checkpoint: inc.checkpoint, how: inc.how.clone() })
+                    }
+                    (_, None) => th.opaque = true,
+                    (status, Some((a, b))) => {
+                        let subtask = inc.subtask.or_else(|| subtask_of_tid(&th.transactional_id)).unwrap_or(0);
+                        th.candidates.push(candidates.len());
+                        candidates.push(Candidate {
+                            subtask,
+                            transactional_id: th.transactional_id.clone(),
+                            checkpoint: inc.checkpoint.unwrap_or(0),
+                            first_seq: a,
+                            last_seq: b,
+                            status,
+                            unambiguous: true,
+                        });
+                    }
+                }
+            }
+            for &x in &th.candidates {
+                for &y in &th.candidates {
+                    if x != y
+                        && candidates[x].first_seq <= candidates[y].last_seq
+                        && candidates[y].first_seq <= candidates[x].last_seq
+                    {
+                        candidates[x].unambiguous = false;
+                    }
+                }
+            }
+        }
+
+        let mut by_subtask: Vec<(Vec<usize>, u64)> = Vec::new();
+        for (k, t) in txns.iter().enumerate() {
+            let s = t.subtask as usize;
+            if s >= 1 << 16 {
+                continue;
+            }
+            if by_subtask.len() <= s {
+                by_subtask.resize_with(s + 1, || (Vec::new(), 0));
+            }
+            by_subtask[s].0.push(k);
+            by_subtask[s].1 = by_subtask[s].1.max(t.last_seq.saturating_sub(t.first_seq) + 1);
+        }
+        for (v, _) in &mut by_subtask {
+            v.sort_by_key(|&k| (txns[k].first_seq, txns[k].checkpoint));
+        }
+        HistoryIndex { txns, by_subtask, candidates, tids, tid_index }
+    }
+
+    /// The checkpoint of the latest transaction under `tid`.
+    pub fn checkpoint_of(&self, tid: &str) -> Option<u64> {
+        self.tid_index.get(tid).and_then(|&i| self.tids[i].checkpoint)
     }
 
     /// Transactions of `subtask` that carried any of seq `a..=b`, in seq order.
     fn covering(&self, subtask: u32, a: u64, b: u64) -> Vec<&TxnInfo> {
-        let mut v: Vec<&TxnInfo> =
-            self.txns.iter().filter(|t| t.subtask == subtask && t.first_seq <= b && t.last_seq >= a).collect();
-        v.sort_by_key(|t| (t.first_seq, t.checkpoint));
-        v
+        let Some((list, longest)) = self.by_subtask.get(subtask as usize) else { return Vec::new() };
+        // A transaction starting `longest` or more before `a` ends before it.
+        let from = list.partition_point(|&k| self.txns[k].first_seq.saturating_add(*longest) <= a);
+        let to = list.partition_point(|&k| self.txns[k].first_seq <= b);
+        list[from..to.max(from)].iter().map(|&k| &self.txns[k]).filter(|t| t.last_seq >= a).collect()
+    }
+
+    /// A lost range `a..=b` of `subtask`, split at the transactions that carried it.
+    fn split(&self, s: u32, start: u64, end: u64) -> Vec<(u64, u64, Option<&TxnInfo>)> {
+        let mut pieces: Vec<(u64, u64, Option<&TxnInfo>)> = Vec::new();
+        let mut cur = start;
+        for t in self.covering(s, start, end) {
+            let a = t.first_seq.max(cur);
+            let b = t.last_seq.min(end);
+            if a > b {
+                continue;
+            }
+            if a > cur {
+                pieces.push((cur, a - 1, None));
+            }
+            pieces.push((a, b, Some(t)));
+            cur = b + 1;
+            if cur > end {
+                break;
+            }
+        }
+        if cur <= end {
+            pieces.push((cur, end, None));
+        }
+        pieces
+    }
+}
+
+/// Marks the latest incarnation of `tid` aborted, unless it was committed or
+/// wrote nothing (an abort then aborts nothing of what the output holds).
+fn abort_latest(
+    tid: &str,
+    how: String,
+    worker: Option<u32>,
+    tid_of: &mut impl FnMut(&str, &mut Vec<TidHistory>, &mut Vec<Vec<usize>>) -> usize,
+    tids: &mut Vec<TidHistory>,
+    incs: &mut Vec<Inc>,
+    per_tid: &mut Vec<Vec<usize>>,
+) {
+    let t = tid_of(tid, tids, per_tid);
+    match per_tid[t].last().copied() {
+        Some(i) if incs[i].status == TxnStatus::Open => {
+            incs[i].status = TxnStatus::Aborted;
+            incs[i].how = how;
+        }
+        Some(_) => {}
+        None => {
+            // The history lost the opening (a worker killed before its
+            // events were written): an aborted transaction of unknown range.
+            incs.push(Inc {
+                tid: t,
+                subtask: worker.or_else(|| subtask_of_tid(tid)),
+                checkpoint: None,
+                range: None,
+                status: TxnStatus::Aborted,
+                how,
+            });
+            per_tid[t].push(incs.len() - 1);
+        }
     }
 }
 
@@ -207,7 +579,7 @@ pub fn subtask_of_tid(tid: &str) -> Option<u32> {
     it.next()?.parse().ok()
 }
 
-fn describe_outcome(t: &TxnInfo) -> String {
+pub(crate) fn describe_outcome(t: &TxnInfo) -> String {
     let txn = format!("transaction {} (checkpoint {})", t.transactional_id, t.checkpoint);
     match &t.outcome {
         Some(CommitOutcome::Dropped { error }) => format!("{txn}, committable dropped: {error}"),
@@ -217,7 +589,7 @@ fn describe_outcome(t: &TxnInfo) -> String {
     }
 }
 
-fn seq_range(a: u64, b: u64) -> String {
+pub(crate) fn seq_range(a: u64, b: u64) -> String {
     if a == b {
         format!("seq {a}")
     } else {
@@ -225,158 +597,25 @@ fn seq_range(a: u64, b: u64) -> String {
     }
 }
 
-/// The pure check: counts and examples from the drained records, the
-/// history's transactions and how far each partition's drain got.
+/// The pure check: counts and examples from the drained records (in the
+/// order the drain read them), the history's transactions and how far each
+/// partition's drain got. See [`count`] for how it counts.
 pub fn check(
     expected: &Expected,
     records: &[DrainedRecord],
     history: &HistoryIndex,
     partitions: &[PartitionDrain],
 ) -> CheckReport {
-    let n = expected.records_per_subtask;
-    let p = expected.parallelism;
-    // Copies seen per (subtask, seq).
-    let mut seen: Vec<Vec<u32>> = (0..p).map(|_| vec![0u32; n as usize]).collect();
-    let mut ex = Examples::default();
-    let mut counts = Counts { expected: u64::from(p) * n, ..Counts::default() };
-
+    let mut c = count::Counter::new(expected, history);
     for r in records {
-        let why = match record::parse_value(&r.value) {
-            None => Some(format!("malformed value {:?}", String::from_utf8_lossy(&r.value))),
-            Some((run, _, _)) if run != expected.run_id => Some(format!("record of another run ({run})")),
-            Some((_, s, _)) if s >= p => Some(format!("subtask {s} out of range (parallelism {p})")),
-            Some((_, _, q)) if q >= n => Some(format!("seq {q} out of range (records_per_subtask {n})")),
-            Some((_, s, q)) => {
-                seen[s as usize][q as usize] += 1;
-                None
-            }
-        };
-        if let Some(why) = why {
-            counts.unexpected += 1;
-            if ex.unexpected.len() < MAX_EXAMPLES {
-                let parsed = record::parse_value(&r.value);
-                ex.unexpected.push(Example {
-                    subtask: parsed.map(|x| x.1),
-                    seq: parsed.map(|x| x.2),
-                    seq_end: None,
-                    partition: Some(r.partition),
-                    offset: Some(r.offset),
-                    transactional_id: r.tid.clone(),
-                    detail: format!("partition {} offset {}: {why}", r.partition, r.offset),
-                });
-            }
+        c.observe(r.into());
+    }
+    if let Some(until) = c.second_pass_until() {
+        for r in &records[..until as usize] {
+            c.observe_again(r.into());
         }
     }
-
-    // Committed, duplicated, and the lost ranges.
-    let mut lost_ranges = 0usize;
-    let mut dup_keys: Vec<(u32, u64)> = Vec::new();
-    for (s, copies) in seen.iter().enumerate() {
-        let s = s as u32;
-        let mut q = 0u64;
-        while q < n {
-            let c = copies[q as usize];
-            if c > 0 {
-                counts.committed += 1;
-                if c > 1 {
-                    counts.duplicated += u64::from(c - 1);
-                    if dup_keys.len() < MAX_EXAMPLES {
-                        dup_keys.push((s, q));
-                    }
-                }
-                q += 1;
-                continue;
-            }
-            let start = q;
-            while q < n && copies[q as usize] == 0 {
-                q += 1;
-            }
-            let end = q - 1;
-            counts.lost += end - start + 1;
-            // Split the range by the transactions that carried it.
-            let txns = history.covering(s, start, end);
-            let mut pieces: Vec<(u64, u64, Option<&TxnInfo>)> = Vec::new();
-            let mut cur = start;
-            for t in txns {
-                let a = t.first_seq.max(cur);
-                let b = t.last_seq.min(end);
-                if a > b {
-                    continue;
-                }
-                if a > cur {
-                    pieces.push((cur, a - 1, None));
-                }
-                pieces.push((a, b, Some(t)));
-                cur = b + 1;
-                if cur > end {
-                    break;
-                }
-            }
-            if cur <= end {
-                pieces.push((cur, end, None));
-            }
-            for (a, b, t) in pieces {
-                lost_ranges += 1;
-                if ex.lost.len() < MAX_EXAMPLES {
-                    let detail = match t {
-                        Some(t) => format!("subtask {s} {} lost: {}", seq_range(a, b), describe_outcome(t)),
-                        None => format!(
-                            "subtask {s} {} lost: in no pre-committed transaction of the history",
-                            seq_range(a, b)
-                        ),
-                    };
-                    ex.lost.push(Example {
-                        subtask: Some(s),
-                        seq: Some(a),
-                        seq_end: Some(b),
-                        partition: None,
-                        offset: None,
-                        transactional_id: t.map(|t| t.transactional_id.clone()),
-                        detail,
-                    });
-                }
-            }
-        }
-    }
-
-    // Where each duplicated record's copies are.
-    for (s, q) in dup_keys {
-        let copies: Vec<&DrainedRecord> = records
-            .iter()
-            .filter(|r| {
-                record::parse_value(&r.value).is_some_and(|(run, rs, rq)| run == expected.run_id && rs == s && rq == q)
-            })
-            .collect();
-        let first = copies[0];
-        let places = copies
-            .iter()
-            .map(|r| format!("p{}@{} ({})", r.partition, r.offset, r.tid.as_deref().unwrap_or("no tid")))
-            .collect::<Vec<_>>()
-            .join(", ");
-        ex.duplicated.push(Example {
-            subtask: Some(s),
-            seq: Some(q),
-            seq_end: None,
-            partition: Some(first.partition),
-            offset: Some(first.offset),
-            transactional_id: first.tid.clone(),
-            detail: format!("subtask {s} seq {q} seen {} times: {places}", copies.len()),
-        });
-    }
-
-    let uncommitted_tail = partitions
-        .iter()
-        .filter(|d| !d.complete())
-        .map(|d| UncommittedTail { partition: d.partition, position: d.position, high_watermark: d.high_watermark })
-        .collect();
-    CheckReport {
-        counts,
-        examples: ex,
-        lost_ranges,
-        uncommitted_tail,
-        partitions: partitions.to_vec(),
-        records_read: records.len() as u64,
-    }
+    c.finish(partitions)
 }
 
 /// What [`check_mode`] needs.
@@ -424,6 +663,7 @@ pub async fn check_mode(spec: &CheckSpec) -> Result<CheckReport, CheckerError> {
         .await
         .map_err(|e| CheckerError::Other(format!("drain task: {e}")))??;
     store::write(&spec.dir.join(store::FILE_NAME), &drained.records)?;
+    store::write_partitions(&spec.dir.join(store::PARTITIONS_FILE), &drained.partitions)?;
     let index = match &spec.history {
         Some(h) if h.exists() => HistoryIndex::from_events(&history::read(h)?.events),
         _ => HistoryIndex::default(),
@@ -431,20 +671,38 @@ pub async fn check_mode(spec: &CheckSpec) -> Result<CheckReport, CheckerError> {
     Ok(check(&spec.expected, &drained.records, &index, &drained.partitions))
 }
 
-/// Re-checks a saved drain offline (no partition positions: no tail report).
+/// Re-checks a saved drain offline, streaming `drained.bin` (twice when
+/// duplicated records need their first copy found). `partitions` are the
+/// drain's end positions when they were saved (see [`store::PARTITIONS_FILE`]).
 pub fn recheck(dir: &Path, expected: &Expected, history: Option<&Path>) -> Result<CheckReport, CheckerError> {
-    let records = store::read(&dir.join(store::FILE_NAME))?;
     let index = match history {
         Some(h) => HistoryIndex::from_events(&history::read(h)?.events),
         None => HistoryIndex::default(),
     };
-    Ok(check(expected, &records, &index, &[]))
+    let parts = dir.join(store::PARTITIONS_FILE);
+    let partitions = if parts.exists() { store::read_partitions(&parts)? } else { Vec::new() };
+    recheck_with(&dir.join(store::FILE_NAME), expected, &index, &partitions)
+}
+
+/// [`recheck`] with the history already indexed.
+pub fn recheck_with(
+    drained: &Path,
+    expected: &Expected,
+    index: &HistoryIndex,
+    partitions: &[PartitionDrain],
+) -> Result<CheckReport, CheckerError> {
+    let mut c = count::Counter::new(expected, index);
+    store::for_each(drained, None, |_, r| c.observe(r))?;
+    if let Some(until) = c.second_pass_until() {
+        store::for_each(drained, Some(until), |_, r| c.observe_again(r))?;
+    }
+    Ok(c.finish(partitions))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sinkhole_workloads::model::{Committable, SinkMode, TxnProtocol};
+    use sinkhole_workloads::model::{record, Committable, SinkMode, TxnProtocol};
 
     const RUN: &str = "r1";
 
@@ -515,7 +773,10 @@ mod tests {
     #[test]
     fn clean() {
         let r = check(&exp(2, 10), &all(2, 10), &HistoryIndex::default(), &[]);
-        assert_eq!(r.counts, Counts { expected: 20, committed: 20, lost: 0, duplicated: 0, unexpected: 0 });
+        assert_eq!(
+            r.counts,
+            Counts { expected: 20, committed: 20, lost: 0, duplicated: 0, unexpected: 0, ..Counts::default() }
+        );
         assert_eq!(r.examples, Examples::default());
         assert!(r.uncommitted_tail.is_empty());
     }
@@ -536,7 +797,10 @@ mod tests {
             finished(0, 4, CommitOutcome::Dropped { error: "PRODUCER_FENCED (90)".into() }),
         ]);
         let r = check(&exp(2, 100), &recs, &hist, &[]);
-        assert_eq!(r.counts, Counts { expected: 200, committed: 180, lost: 20, duplicated: 0, unexpected: 0 });
+        assert_eq!(
+            r.counts,
+            Counts { expected: 200, committed: 180, lost: 20, duplicated: 0, unexpected: 0, ..Counts::default() }
+        );
         assert_eq!(r.lost_ranges, 2);
         assert_eq!(r.examples.lost.len(), 2);
         assert_eq!(
@@ -567,7 +831,19 @@ mod tests {
         recs.push(rec(1, 100, &record::value(RUN, 0, 3), "x-0-3"));
         recs.push(rec(2, 100, &record::value(RUN, 0, 5), "x-0-2"));
         let r = check(&exp(1, 10), &recs, &HistoryIndex::default(), &[]);
-        assert_eq!(r.counts, Counts { expected: 10, committed: 10, lost: 0, duplicated: 3, unexpected: 0 });
+        // Each extra copy lands after higher seqs of its partition: a step back each.
+        assert_eq!(
+            r.counts,
+            Counts {
+                expected: 10,
+                committed: 10,
+                lost: 0,
+                duplicated: 3,
+                unexpected: 0,
+                nonmonotonic: 3,
+                ..Counts::default()
+            }
+        );
         assert_eq!(r.examples.duplicated.len(), 2);
         let d = &r.examples.duplicated[0];
         assert_eq!((d.subtask, d.seq, d.partition, d.offset), (Some(0), Some(3), Some(0), Some(1)));
@@ -582,7 +858,10 @@ mod tests {
         recs.push(rec(0, 52, &record::value(RUN, 0, 5), "x-0-1"));
         recs.push(rec(0, 53, &record::value(RUN, 1, 0), "x-1-1"));
         let r = check(&exp(1, 5), &recs, &HistoryIndex::default(), &[]);
-        assert_eq!(r.counts, Counts { expected: 5, committed: 5, lost: 0, duplicated: 0, unexpected: 4 });
+        assert_eq!(
+            r.counts,
+            Counts { expected: 5, committed: 5, lost: 0, duplicated: 0, unexpected: 4, ..Counts::default() }
+        );
         let details: Vec<&str> = r.examples.unexpected.iter().map(|e| e.detail.as_str()).collect();
         assert_eq!(
             details,
@@ -612,7 +891,20 @@ mod tests {
             PartitionDrain { partition: 1, low_watermark: 0, high_watermark: 40, position: 31, records: 10 },
         ];
         let r = check(&exp(2, 20), &recs, &HistoryIndex::default(), &parts);
-        assert_eq!(r.counts, Counts { expected: 40, committed: 35, lost: 5, duplicated: 2, unexpected: 1 });
+        // The two extra copies of seq 7 in partition 2: one step back from 17, one repeat.
+        assert_eq!(
+            r.counts,
+            Counts {
+                expected: 40,
+                committed: 35,
+                lost: 5,
+                duplicated: 2,
+                unexpected: 1,
+                nonmonotonic: 2,
+                uncommitted_tail: 1,
+                ..Counts::default()
+            }
+        );
         assert_eq!(r.uncommitted_tail, vec![UncommittedTail { partition: 1, position: 31, high_watermark: 40 }]);
         assert_eq!(r.records_read, recs.len() as u64);
     }

@@ -9,7 +9,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use super::{CheckerError, DrainedRecord};
+use super::count::RecordRef;
+use super::{CheckerError, DrainedRecord, PartitionDrain};
 
 pub const FILE_NAME: &str = "drained.bin";
 const MAGIC: &[u8] = b"SINKHOLE-DRAIN-1\n";
@@ -43,6 +44,62 @@ pub fn encode(records: &[DrainedRecord]) -> Vec<u8> {
         out.extend_from_slice(&r.value);
     }
     out
+}
+
+/// Where each partition's drain ended (for the uncommitted tail), kept next
+/// to `drained.bin`.
+pub const PARTITIONS_FILE: &str = "drained.partitions.json";
+
+pub fn write_partitions(path: &Path, partitions: &[PartitionDrain]) -> Result<(), CheckerError> {
+    let io = |source| CheckerError::Io { what: "writing drain positions to", path: path.to_path_buf(), source };
+    let text = serde_json::to_string_pretty(partitions).map_err(|e| io(std::io::Error::other(e)))?;
+    std::fs::write(path, text + "\n").map_err(io)
+}
+
+pub fn read_partitions(path: &Path) -> Result<Vec<PartitionDrain>, CheckerError> {
+    let io = |source| CheckerError::Io { what: "reading drain positions from", path: path.to_path_buf(), source };
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    serde_json::from_str(&text).map_err(|e| CheckerError::Other(format!("{}: {e}", path.display())))
+}
+
+/// Streams `drained.bin` without loading it: calls `f` with each record's
+/// index and a view that lives until the next call; stops after `limit`
+/// records when given. Returns the number of records read.
+pub fn for_each(path: &Path, limit: Option<u64>, mut f: impl FnMut(u64, RecordRef<'_>)) -> Result<u64, CheckerError> {
+    let io = |source| CheckerError::Io { what: "reading drained records from", path: path.to_path_buf(), source };
+    let bad = |i: u64, m: &str| CheckerError::Other(format!("{}: record {i}: {m}", path.display()));
+    let mut r = BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
+    let mut magic = vec![0u8; MAGIC.len()];
+    if r.read_exact(&mut magic).is_err() || magic != MAGIC {
+        return Err(CheckerError::Other(format!("{}: not a sinkhole drain file (bad magic)", path.display())));
+    }
+    let (mut tid, mut value) = (Vec::new(), Vec::new());
+    let mut head = [0u8; 22];
+    let mut i = 0u64;
+    loop {
+        if limit.is_some_and(|l| i >= l) {
+            return Ok(i);
+        }
+        // A clean end lies exactly between records.
+        match r.read(&mut head[..1]).map_err(io)? {
+            0 => return Ok(i),
+            _ => r.read_exact(&mut head[1..]).map_err(|_| bad(i, "truncated"))?,
+        }
+        let partition = i32::from_le_bytes(head[0..4].try_into().unwrap());
+        let offset = i64::from_le_bytes(head[4..12].try_into().unwrap());
+        let tl = u16::from_le_bytes(head[20..22].try_into().unwrap());
+        let has_tid = tl != 0xFFFF;
+        tid.resize(if has_tid { tl as usize } else { 0 }, 0);
+        r.read_exact(&mut tid).map_err(|_| bad(i, "truncated"))?;
+        let mut vl = [0u8; 4];
+        r.read_exact(&mut vl).map_err(|_| bad(i, "truncated"))?;
+        value.resize(u32::from_le_bytes(vl) as usize, 0);
+        r.read_exact(&mut value).map_err(|_| bad(i, "truncated"))?;
+        let tid_str =
+            if has_tid { Some(std::str::from_utf8(&tid).map_err(|_| bad(i, "tid is not UTF-8"))?) } else { None };
+        f(i, RecordRef { partition, offset, value: &value, tid: tid_str });
+        i += 1;
+    }
 }
 
 pub fn read(path: &Path) -> Result<Vec<DrainedRecord>, CheckerError> {
@@ -97,5 +154,22 @@ mod tests {
         assert_eq!(decode(&bytes).unwrap(), recs);
         assert_eq!(decode(&bytes[..bytes.len() - 1]).unwrap_err(), "truncated");
         assert!(decode(b"nope").is_err());
+
+        let dir = std::env::temp_dir().join(format!("sinkhole-store-{}", std::process::id()));
+        let path = dir.join(FILE_NAME);
+        write(&path, &recs).unwrap();
+        let mut seen = Vec::new();
+        let n = for_each(&path, None, |i, r| {
+            seen.push((i, r.partition, r.offset, r.value.to_vec(), r.tid.map(str::to_string)))
+        })
+        .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(seen[0], (0, 2, 99, b"r:1:2".to_vec(), Some("p-1-3".to_string())));
+        assert_eq!(seen[1], (1, 0, 0, vec![], None));
+        assert_eq!(for_each(&path, Some(1), |_, _| {}).unwrap(), 1);
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let e = for_each(&path, None, |_, _| {}).unwrap_err().to_string();
+        assert!(e.ends_with("drained.bin: record 1: truncated"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -13,7 +13,7 @@ use tracing::warn;
 
 use super::rdkafka_common::{self, Producer};
 use super::{Precommitted, Sink, SinkError};
-use crate::model::{CommitOutcome, Committable, EventKind, WorkerConfig};
+use crate::model::{metric, CommitOutcome, Committable, EventKind, WorkerConfig};
 use crate::source::Record;
 
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -64,9 +64,15 @@ impl Sink for AtLeastOnceSink {
             .await?
             .map_err(|e| SinkError::failed(&format!("flush at checkpoint {checkpoint}"), e))?;
         let flush_us = start.elapsed().as_micros() as u64;
+        // No committable carries this flush (no TxnPrecommitted event): it is
+        // this sink's whole pre-commit, so it is recorded here.
+        self.events.extend(super::latency_samples(metric::PRE_COMMIT, &[flush_us]));
         let acks = p.context().take();
         if acks.acked > 0 {
             self.events.push(EventKind::ProduceAcked { records: acks.acked, latency_us: acks.max_latency_us });
+        }
+        if let Some(h) = &acks.latencies_us {
+            self.events.extend(super::latency_event(metric::PRODUCE_ACK, h));
         }
         if let Some(f) = acks.failure {
             return Err(SinkError::Failed(format!("a record before checkpoint {checkpoint} was not delivered: {f}")));

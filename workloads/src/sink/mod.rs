@@ -159,6 +159,45 @@ impl Sink for AnySink {
     }
 }
 
+/// Significant digits of the worker's latency histograms (and the rig's).
+pub const LATENCY_SIGFIG: u8 = 3;
+
+/// An empty latency histogram (µs), auto-resizing.
+pub fn latency_histogram() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new(LATENCY_SIGFIG).expect("3 significant digits are valid")
+}
+
+/// Records `count` samples of `value`, growing the histogram as needed
+/// (`saturating_record` would clamp to the current range instead of growing).
+pub fn record_latency(h: &mut hdrhistogram::Histogram<u64>, value: u64, count: u64) {
+    if h.record_n(value, count).is_err() {
+        // Beyond what any histogram can track (> 2^63): clamp.
+        h.saturating_record_n(value, count);
+    }
+}
+
+/// One [`EventKind::LatencySamples`] for a batch of samples (µs), or None
+/// when there are none. The samples go through a histogram so that an event
+/// carries one `[value, count]` pair per distinct bucket, not one per sample.
+pub fn latency_samples(metric: &str, values: &[u64]) -> Option<EventKind> {
+    let mut h = latency_histogram();
+    for &v in values {
+        record_latency(&mut h, v, 1);
+    }
+    latency_event(metric, &h)
+}
+
+/// [`latency_samples`] for samples already in a histogram.
+pub fn latency_event(metric: &str, h: &hdrhistogram::Histogram<u64>) -> Option<EventKind> {
+    if h.is_empty() {
+        return None;
+    }
+    // `value_iterated_to` is the bucket's highest equivalent value: recorded
+    // again into a histogram of the same precision it lands in the same bucket.
+    let buckets = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+    Some(EventKind::LatencySamples { metric: metric.to_string(), buckets })
+}
+
 /// The exact error text for history events: Kafka's name and code (e.g.
 /// `UNSUPPORTED_VERSION (35)`) when the broker answered with one, else the
 /// error's own text.
@@ -272,6 +311,23 @@ mod tests {
         assert_eq!(classify_commit_error(&exhausted), Retriable);
         assert_eq!(classify_commit_error(&ProducerError::IllegalState("x".into())), Fail);
         assert!(drop_meaning(&fenced).contains("likely data loss"));
+    }
+
+    #[test]
+    fn latency_samples_are_bucketed() {
+        assert_eq!(latency_samples("produce-ack", &[]), None);
+        let Some(EventKind::LatencySamples { metric, buckets }) = latency_samples("produce-ack", &[7, 7, 900, 123_456])
+        else {
+            panic!("no event")
+        };
+        assert_eq!(metric, "produce-ack");
+        // below 2048 values are exact; 123456 falls in a bucket of width 64
+        assert_eq!(buckets[..2], [(7, 2), (900, 1)]);
+        assert_eq!(buckets.len(), 3);
+        assert_eq!(buckets[2].1, 1);
+        assert!((123_456..123_456 + 64).contains(&buckets[2].0), "{buckets:?}");
+        let json = serde_json::to_string(&latency_samples("txn-begin", &[5]).unwrap()).unwrap();
+        assert_eq!(json, r#"{"type":"latency-samples","metric":"txn-begin","buckets":[[5,1]]}"#);
     }
 
     #[test]

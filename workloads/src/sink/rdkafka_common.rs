@@ -20,6 +20,10 @@ use crate::source::Record;
 pub(crate) struct AckContext {
     acked: AtomicU64,
     max_latency_us: AtomicU64,
+    /// Every delivered record's latency (µs), from `send` to its delivery
+    /// report: librdkafka reports per record, not per Produce request, so this
+    /// includes the time a record waited in its batch (`linger.ms`).
+    latencies_us: Mutex<Option<hdrhistogram::Histogram<u64>>>,
     /// The first delivery failure since the last [`AckContext::take`].
     failure: Mutex<Option<String>>,
 }
@@ -28,6 +32,8 @@ pub(crate) struct AckSnapshot {
     pub acked: u64,
     pub max_latency_us: u64,
     pub failure: Option<String>,
+    /// Delivery latencies since the last take (µs), None when nothing was delivered.
+    pub latencies_us: Option<hdrhistogram::Histogram<u64>>,
 }
 
 impl AckContext {
@@ -37,6 +43,7 @@ impl AckContext {
             acked: self.acked.swap(0, Ordering::SeqCst),
             max_latency_us: self.max_latency_us.swap(0, Ordering::SeqCst),
             failure: self.failure.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            latencies_us: self.latencies_us.lock().unwrap_or_else(|p| p.into_inner()).take(),
         }
     }
 }
@@ -69,8 +76,11 @@ impl ProducerContext for AckContext {
     fn delivery(&self, result: &DeliveryResult<'_>, sent: Box<Instant>) {
         match result {
             Ok(_) => {
+                let us = sent.elapsed().as_micros() as u64;
                 self.acked.fetch_add(1, Ordering::SeqCst);
-                self.max_latency_us.fetch_max(sent.elapsed().as_micros() as u64, Ordering::SeqCst);
+                self.max_latency_us.fetch_max(us, Ordering::SeqCst);
+                let mut h = self.latencies_us.lock().unwrap_or_else(|p| p.into_inner());
+                super::record_latency(h.get_or_insert_with(super::latency_histogram), us, 1);
             }
             Err((e, _)) => {
                 let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());

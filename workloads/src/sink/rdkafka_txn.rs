@@ -17,7 +17,7 @@ use tracing::{error, info, warn};
 
 use super::rdkafka_common::{self, Producer};
 use super::{Precommitted, Sink, SinkError};
-use crate::model::{CommitOutcome, Committable, EventKind, WorkerConfig};
+use crate::model::{metric, CommitOutcome, Committable, EventKind, WorkerConfig};
 use crate::source::Record;
 
 /// Bound on each blocking librdkafka transaction call.
@@ -60,12 +60,16 @@ impl RdkafkaTxnSink {
     }
 
     fn begin(&mut self, checkpoint: u64) -> Result<(), SinkError> {
+        // `txn-begin`: librdkafka begins locally (its InitProducerId ran once,
+        // in `init_transactions` on restore), so this is only the local call.
+        let started = Instant::now();
         self.producer()?
             .begin_transaction()
             .map_err(|e| SinkError::failed(&format!("begin_transaction for checkpoint {checkpoint}"), e))?;
         self.open = Some(checkpoint);
         self.records = 0;
         self.events.push(EventKind::TxnOpened { transactional_id: self.tid.clone(), checkpoint });
+        self.events.extend(super::latency_samples(metric::TXN_BEGIN, &[started.elapsed().as_micros() as u64]));
         Ok(())
     }
 
@@ -154,6 +158,9 @@ impl Sink for RdkafkaTxnSink {
         let acks = self.producer()?.context().take();
         if acks.acked > 0 {
             self.events.push(EventKind::ProduceAcked { records: acks.acked, latency_us: acks.max_latency_us });
+        }
+        if let Some(h) = &acks.latencies_us {
+            self.events.extend(super::latency_event(metric::PRODUCE_ACK, h));
         }
         if records > 0 {
             let outcome = match &result {

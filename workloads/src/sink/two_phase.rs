@@ -16,9 +16,10 @@ use tracing::{error, info, warn};
 
 use super::naming::{self, LingeringProbe, ProbeResult};
 use super::{
-    classify_commit_error, drop_meaning, error_text, CommitErrorClass, Precommitted, Sink, SinkError, COMMIT_ATTEMPTS,
+    classify_commit_error, drop_meaning, error_text, latency_samples, CommitErrorClass, Precommitted, Sink, SinkError,
+    COMMIT_ATTEMPTS,
 };
-use crate::model::{CommitOutcome, Committable, EventKind, SinkMode, TxnProtocol, WorkerConfig};
+use crate::model::{metric, CommitOutcome, Committable, EventKind, SinkMode, TxnProtocol, WorkerConfig};
 use crate::producer::{InitInfo, InitOptions, ProducerConfig, ProducerError, TxnProducer};
 use crate::source::Record;
 use crate::wire::{KafkaCode, WireError};
@@ -250,6 +251,9 @@ impl Sink for TwoPhaseSink {
             )));
         }
         let opts = self.init_options();
+        // `txn-begin`: from here to the transaction begun, InitProducerId of
+        // the fresh id (and of any gap) included.
+        let started = Instant::now();
         // Fill gaps with initialised empty transactions, so a later probe
         // does not stop short of ids that were used after the gap.
         if let Some(last) = self.last_initialised {
@@ -264,6 +268,7 @@ impl Sink for TwoPhaseSink {
         producer.begin().map_err(|e| SinkError::failed(&format!("beginning the transaction of {tid}"), e))?;
         self.last_initialised = Some(checkpoint);
         self.events.push(EventKind::TxnOpened { transactional_id: tid.clone(), checkpoint });
+        self.events.extend(latency_samples(metric::TXN_BEGIN, &[started.elapsed().as_micros() as u64]));
         self.open = Some(OpenTxn { checkpoint, tid, producer, records: 0, first_seq: None, last_seq: None });
         Ok(())
     }
@@ -308,10 +313,13 @@ impl Sink for TwoPhaseSink {
         } else {
             let flushed =
                 txn.producer.flush().await.map_err(|e| SinkError::failed(&format!("flushing {}", txn.tid), e))?;
-            if let Some(lat) = max_latency(&txn.producer.take_ack_latencies_us()) {
+            let acks = txn.producer.take_ack_latencies_us();
+            if let Some(lat) = max_latency(&acks) {
                 self.events
                     .push(EventKind::ProduceAcked { records: flushed.records.max(txn.records), latency_us: lat });
             }
+            // Every Produce request's ack latency, batched per barrier.
+            self.events.extend(latency_samples(metric::PRODUCE_ACK, &acks));
             let (pid, epoch) = if self.mode == SinkMode::Kip939 {
                 // KIP-939 `prepareTransaction`: flush, then PREPARED (no RPC);
                 // the committable keeps only the id, recovery finds the

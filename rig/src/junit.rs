@@ -1,0 +1,174 @@
+//! `results/<run-id>/junit.xml`: one test case per scenario × mode, for CI
+//! systems that read JUnit (the de-facto schema of Ant's JUnit task, which
+//! Jenkins, GitLab and GitHub reporters accept).
+//!
+//! - `fail` → `<failure message="reason">` (an expectation not met, a job
+//!   that failed, or the rig failing for that mode);
+//! - `inconclusive` → `<skipped message="reason">`: the run could not show
+//!   what the scenario tests, which is not a pass;
+//! - `pass` and `observed` → a plain test case.
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::run::Summary;
+use crate::verdict::Outcome;
+
+pub const FILE_NAME: &str = "junit.xml";
+
+/// Escapes text for an XML attribute or element. Characters XML 1.0 cannot
+/// hold at all (most C0 controls) become U+FFFD.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+pub fn render(s: &Summary) -> String {
+    let failures = s.modes.iter().filter(|m| m.outcome == Outcome::Fail).count();
+    let skipped = s.modes.iter().filter(|m| m.outcome == Outcome::Inconclusive).count();
+    let time = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
+    let total: u64 = s.modes.iter().map(|m| m.wall_ms).sum();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"sinkhole\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\">",
+        s.modes.len(),
+        time(total)
+    );
+    let _ = writeln!(
+        x,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\">",
+        escape(&s.scenario),
+        s.modes.len(),
+        time(total)
+    );
+    let _ = writeln!(x, "    <properties>");
+    for (k, v) in [("run_id", s.run_id.as_str()), ("kafka", s.kafka.as_str()), ("seed", &s.seed.to_string())] {
+        let _ = writeln!(x, "      <property name=\"{k}\" value=\"{}\"/>", escape(v));
+    }
+    let _ = writeln!(x, "    </properties>");
+    for m in &s.modes {
+        let head = format!(
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"{}\"",
+            escape(&s.scenario),
+            escape(m.mode.name()),
+            time(m.wall_ms)
+        );
+        let expected = format!("expected: {}", m.expected);
+        match m.outcome {
+            Outcome::Fail => {
+                let _ = writeln!(x, "{head}>");
+                let _ = writeln!(
+                    x,
+                    "      <failure message=\"{}\" type=\"{}\">{}</failure>",
+                    escape(&m.reason),
+                    if m.expected_met == Some(false) { "expectation-not-met" } else { "failed" },
+                    escape(&format!("{expected}\n{}", m.reason))
+                );
+                let _ = writeln!(x, "    </testcase>");
+            }
+            Outcome::Inconclusive => {
+                let _ = writeln!(x, "{head}>");
+                let _ = writeln!(x, "      <skipped message=\"{}\"/>", escape(&m.reason));
+                let _ = writeln!(x, "    </testcase>");
+            }
+            Outcome::Pass | Outcome::Observed => {
+                let _ = writeln!(x, "{head}>");
+                let _ = writeln!(x, "      <system-out>{}</system-out>", escape(&format!("{expected}\n{}", m.reason)));
+                let _ = writeln!(x, "    </testcase>");
+            }
+        }
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+/// Writes `dir/junit.xml`.
+pub fn write(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
+    let path = dir.join(FILE_NAME);
+    std::fs::write(&path, render(s))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::Counts;
+    use crate::run::ModeSummary;
+    use sinkhole_workloads::model::SinkMode;
+
+    fn row(mode: SinkMode, outcome: Outcome, met: Option<bool>, reason: &str) -> ModeSummary {
+        ModeSummary {
+            mode,
+            outcome,
+            expected_met: met,
+            expected: "lost>0".into(),
+            reason: reason.into(),
+            counts: Counts::default(),
+            verdict: None,
+            wall_ms: 1500,
+            checked: true,
+        }
+    }
+
+    #[test]
+    fn escapes_markup_quotes_and_controls() {
+        assert_eq!(escape(r#"a<b>&"c"'d'"#), "a&lt;b&gt;&amp;&quot;c&quot;&apos;d&apos;");
+        assert_eq!(escape("x\ny\u{1}z–"), "x&#10;y\u{FFFD}z–");
+    }
+
+    #[test]
+    fn one_case_per_mode_failed_skipped_or_passed() {
+        let s = Summary {
+            run_id: "flip319-x-1".into(),
+            scenario: "flip<319>".into(),
+            source: "s.yaml".into(),
+            kafka: "4.4.0".into(),
+            seed: 1,
+            dir: "/tmp".into(),
+            modes: vec![
+                row(SinkMode::Legacy, Outcome::Fail, Some(false), "expected lost >0, got 0 & \"more\""),
+                row(SinkMode::Kip939, Outcome::Inconclusive, None, "the broker cannot run this mode: <35>"),
+                row(SinkMode::TwopcInject, Outcome::Pass, Some(true), "clean as expected"),
+                row(SinkMode::AtLeastOnce, Outcome::Observed, None, "no expectation"),
+            ],
+            exit_code: 1,
+        };
+        let x = render(&s);
+        assert!(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"sinkhole\" tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"1\""), "{x}");
+        assert!(x.contains(r#"<testcase classname="flip&lt;319&gt;" name="legacy" time="1.500">"#), "{x}");
+        assert!(
+            x.contains(
+                r#"<failure message="expected lost &gt;0, got 0 &amp; &quot;more&quot;" type="expectation-not-met">"#
+            ),
+            "{x}"
+        );
+        assert!(
+            x.contains(
+                r#"<testcase classname="flip&lt;319&gt;" name="kip939" time="1.500">
+      <skipped message="the broker cannot run this mode: &lt;35&gt;"/>"#
+            ),
+            "{x}"
+        );
+        assert_eq!(x.matches("<testcase ").count(), 4);
+        assert_eq!(x.matches("<failure ").count(), 1);
+        assert_eq!(x.matches("<skipped ").count(), 1);
+        assert!(x.contains(r#"name="twopc-inject""#) && x.contains(r#"name="at-least-once""#));
+        // Well-formed enough: every opened element is closed.
+        assert_eq!(x.matches("<testcase ").count(), x.matches("</testcase>").count());
+        assert!(x.ends_with("</testsuite>\n</testsuites>\n"));
+    }
+}
