@@ -413,7 +413,9 @@ async fn cluster(cmd: ClusterCmd) -> Result<(), Failure> {
                 },
                 Err(state::StateError::Missing { .. }) => {
                     if dir.exists() {
-                        // A directory without a state file: a crash during `up`.
+                        // A directory without a state file: left by a crash during
+                        // `up`, or kept by `down --keep-data`.
+                        progress(&format!("removing the leftover directory {} (no cluster state in it)", dir.display()));
                         let _ = std::fs::remove_dir_all(&dir);
                     }
                 }
@@ -469,11 +471,8 @@ async fn cluster(cmd: ClusterCmd) -> Result<(), Failure> {
                 return Err(Failure::Failed(anyhow!("processes still alive after SIGKILL: {left:?}")));
             }
             if keep_data {
-                // Keep data and logs, but the cluster is gone: record that.
-                let mut st = st;
-                for n in &mut st.nodes {
-                    n.intent = sinkhole_rig::cluster::local::Intent::Killed;
-                }
+                // Data and logs stay, but the cluster is gone: without its state
+                // file no later command mistakes the directory for a live cluster.
                 let _ = std::fs::remove_file(st.path());
             }
             println!(
