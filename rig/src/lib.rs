@@ -11,6 +11,7 @@
 //! - [`runner`]: one mode of a scenario — workers, checkpoint coordinator, faults, history;
 //! - [`checker`]: drains the output and counts anomalies;
 //! - [`latency`]: latency histograms (history, live tail) and the interval log.
+//! - [`report`]: `report.html`, the run in a browser (inline SVG plots, no script).
 pub mod checker;
 pub mod cluster;
 pub mod install;
@@ -18,6 +19,7 @@ pub mod junit;
 pub mod latency;
 pub mod probe;
 pub mod procs;
+pub mod report;
 pub mod run;
 pub mod runner;
 pub mod scenario;

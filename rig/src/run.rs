@@ -347,6 +347,11 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     std::fs::write(plan.dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")
         .context("writing summary.json")?;
     crate::junit::write(&plan.dir, &summary).context("writing junit.xml")?;
+    // The page is for people; a run whose report fails is still a run.
+    match crate::report::write_report(&plan.dir) {
+        Ok(p) => progress(&format!("report: {}", p.display())),
+        Err(e) => progress(&format!("report.html not written: {e:#}")),
+    }
     Ok(summary)
 }
 

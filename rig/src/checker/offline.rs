@@ -192,6 +192,9 @@ pub fn check_results(dir: &Path, warn: &mut dyn FnMut(&str)) -> Result<Summary, 
         .with_context(|| format!("writing {}", spath.display()))?;
     crate::junit::write(&l.run_dir, &summary)
         .with_context(|| format!("writing junit.xml in {}", l.run_dir.display()))?;
+    if let Err(e) = crate::report::write_report(&l.run_dir) {
+        warn(&format!("report.html not rewritten: {e:#}"));
+    }
     Ok(summary)
 }
 
