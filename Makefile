@@ -7,7 +7,7 @@ TEST_KAFKA ?= 4.4.0,4.0.2
 CARGO ?= cargo
 BIN := target/release/sinkhole
 
-.PHONY: deps build setup run probe bench bench-checker test clippy
+.PHONY: deps build setup run probe bench bench-checker report-screenshot test clippy
 
 deps:
 	@scripts/install-deps.sh
@@ -34,6 +34,10 @@ bench: setup
 # The checker on 10 million synthetic records: records/s and peak memory per record.
 bench-checker: build
 	$(BIN) bench-checker --records 10000000
+
+# Render the newest run's report.html in headless Chromium (results/report.png, not in git).
+report-screenshot:
+	scripts/report-screenshot.sh "$$(ls -td results/*/report.html | head -1)" results/report.png
 
 test: deps
 	$(CARGO) build --bin sinkhole
