@@ -5,7 +5,7 @@
 //! Jepsen's latency plots draw the nemesis' activity as bars behind the
 //! operations; the times the job was down (failure → restart) are shaded
 //! grey behind them.
-use plotters::coord::ranged1d::Ranged;
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
@@ -192,19 +192,29 @@ pub fn segments(points: &[(f64, f64)], gap: f64) -> Vec<Vec<(f64, f64)>> {
     out
 }
 
+/// The frame every chart shares: white, the same margins and label areas, x
+/// from 0 to `x_max`, and whatever y coordinate the chart needs (linear or log).
+fn chart_on<'a, 'b, Y: AsRangedCoord<Value = f64>>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    x_max: f64,
+    y: Y,
+) -> anyhow::Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, Y::CoordDescType>>> {
+    ChartBuilder::on(root)
+        .margin(8)
+        .margin_right(20)
+        .x_label_area_size(30)
+        .y_label_area_size(58)
+        .build_cartesian_2d(0f64..x_max, y)
+        .map_err(err)
+}
+
 /// Latency over time: y in ms on a log scale, x in s since the job started.
 pub fn latency_over_time(layers: &[Layer], x_max: f64, y: (f64, f64), s: Shading<'_>) -> anyhow::Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .margin_right(20)
-            .x_label_area_size(30)
-            .y_label_area_size(58)
-            .build_cartesian_2d(0f64..x_max, (y.0..y.1).log_scale())
-            .map_err(err)?;
+        let mut chart = chart_on(&root, x_max, (y.0..y.1).log_scale())?;
         chart
             .configure_mesh()
             .light_line_style(WHITE)
@@ -231,13 +241,7 @@ pub fn percentiles(layers: &[Layer], x_max: f64, y: (f64, f64)) -> anyhow::Resul
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .margin_right(20)
-            .x_label_area_size(30)
-            .y_label_area_size(58)
-            .build_cartesian_2d(0f64..x_max, (y.0..y.1).log_scale())
-            .map_err(err)?;
+        let mut chart = chart_on(&root, x_max, (y.0..y.1).log_scale())?;
         chart
             .configure_mesh()
             .light_line_style(WHITE)
@@ -273,13 +277,7 @@ pub fn throughput(committed: &[u64], acked: &[u64], x_max: f64, y_max: f64, s: S
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .margin_right(20)
-            .x_label_area_size(30)
-            .y_label_area_size(58)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-            .map_err(err)?;
+        let mut chart = chart_on(&root, x_max, 0f64..y_max)?;
         chart
             .configure_mesh()
             .light_line_style(WHITE)
@@ -332,13 +330,7 @@ pub fn checkpoints(
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .margin_right(20)
-            .x_label_area_size(30)
-            .y_label_area_size(58)
-            .build_cartesian_2d(0f64..x_max, y.0..y.1)
-            .map_err(err)?;
+        let mut chart = chart_on(&root, x_max, y.0..y.1)?;
         chart
             .configure_mesh()
             .light_line_style(WHITE)
