@@ -574,6 +574,22 @@ async fn node_action(a: NodeArgs, action: NodeAction) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A probe killed by a signal cannot remove its throwaway cluster's directory
+/// (its brokers die with it; their data stays). The next probe removes the
+/// directories of probes whose process is gone.
+fn sweep_dead_probe_dirs() {
+    let Ok(entries) = std::fs::read_dir(state::clusters_root()) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("probe-")).and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if sinkhole_faults::process::ProcessId::of(pid).is_none() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 async fn probe_cmd(p: ProbeArgs) -> Result<(), Failure> {
     let mut opts = probe::ProbeOptions { short_timeout_ms: p.short_timeout_ms, progress: true, ..Default::default() };
     // The throwaway cluster lives until the end of this function (Drop kills it).
@@ -585,6 +601,7 @@ async fn probe_cmd(p: ProbeArgs) -> Result<(), Failure> {
         }
     } else {
         let dist = dist_for(&KafkaSel { kafka: p.kafka.clone(), kafka_home: p.kafka_home.clone() })?;
+        sweep_dead_probe_dirs();
         let dir = state::clusters_root().join(format!("probe-{}", std::process::id()));
         let shape = ClusterShape {
             nodes: p.nodes,

@@ -203,8 +203,13 @@ fn ctrl_c_and_sigkill_of_the_rig_leave_no_broker() {
     wait_gone(jvm);
 
     // SIGKILL: no code of the rig runs; the kernel's parent-death signal does it.
+    let first_dir = sinkhole_rig::cluster::state::clusters_root().join(format!("probe-{}", rig.id()));
     let (mut rig, jvm) = probe_with_live_broker();
+    // The second probe swept the directory the first (interrupted) one left.
+    assert!(!first_dir.exists(), "{} left behind", first_dir.display());
+    let second_dir = sinkhole_rig::cluster::state::clusters_root().join(format!("probe-{}", rig.id()));
     rig.kill().unwrap();
     rig.wait().unwrap();
     wait_gone(jvm);
+    assert!(second_dir.exists(), "a SIGKILLed probe cannot clean up: the next probe does");
 }
