@@ -5,6 +5,7 @@
 //! Jepsen's latency plots draw the nemesis' activity as bars behind the
 //! operations; the times the job was down (failure → restart) are shaded
 //! grey behind them.
+use plotters::chart::MeshStyle;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -208,6 +209,13 @@ fn chart_on<'a, 'b, Y: AsRangedCoord<Value = f64>>(
         .map_err(err)
 }
 
+/// The grid and label style every chart shares.
+fn house_style<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.light_line_style(WHITE).bold_line_style(GRID).label_style((FONT, 14)).axis_desc_style((FONT, 14))
+}
+
 /// Latency over time: y in ms on a log scale, x in s since the job started.
 pub fn latency_over_time(layers: &[Layer], x_max: f64, y: (f64, f64), s: Shading<'_>) -> anyhow::Result<String> {
     let mut svg = String::new();
@@ -215,12 +223,7 @@ pub fn latency_over_time(layers: &[Layer], x_max: f64, y: (f64, f64), s: Shading
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = chart_on(&root, x_max, (y.0..y.1).log_scale())?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 14))
+        house_style(&mut chart.configure_mesh())
             .x_desc("s since the job started")
             .x_label_formatter(&fmt_num)
             .y_labels(decades(y))
@@ -242,12 +245,7 @@ pub fn percentiles(layers: &[Layer], x_max: f64, y: (f64, f64)) -> anyhow::Resul
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = chart_on(&root, x_max, (y.0..y.1).log_scale())?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 14))
+        house_style(&mut chart.configure_mesh())
             .x_labels(x_max.round() as usize + 1)
             .x_label_formatter(&|x| percentile_label(*x))
             .x_desc("percentile")
@@ -278,12 +276,7 @@ pub fn throughput(committed: &[u64], acked: &[u64], x_max: f64, y_max: f64, s: S
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = chart_on(&root, x_max, 0f64..y_max)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 14))
+        house_style(&mut chart.configure_mesh())
             .x_desc("s since the job started")
             .x_label_formatter(&fmt_num)
             .y_desc("records/s")
@@ -331,12 +324,7 @@ pub fn checkpoints(
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = chart_on(&root, x_max, y.0..y.1)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 14))
+        house_style(&mut chart.configure_mesh())
             .x_desc("s since the job started")
             .x_label_formatter(&fmt_num)
             .y_desc("checkpoint")
