@@ -11,3 +11,4 @@
 //! network and protocol faults, schedules and triggers come with the fault-library
 //! issue.
 pub mod process;
+pub mod proxy;

@@ -25,6 +25,9 @@ pub struct Scenario {
     pub modes: Vec<SinkMode>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
+    /// A seeded random schedule, added to `faults` when the run starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<RandomSchedule>,
     #[serde(default)]
     pub expect: BTreeMap<SinkMode, Expectation>,
 }
@@ -39,6 +42,44 @@ pub struct ClusterSpec {
     /// Broker settings; YAML scalars of any type, rendered as Kafka expects.
     #[serde(default)]
     pub broker_config: BTreeMap<String, ConfigValue>,
+    /// Put the rig's Kafka-aware TCP proxy in front of every listener
+    /// (network and protocol faults need it). Default: on exactly when a
+    /// fault needs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<bool>,
+    /// Where the brokers run: `local` JVM processes (default) or `containers`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub backend: Backend,
+    /// The container image (containers backend); default: the image
+    /// `sinkhole image build` tags for `kafka`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// An authorizer on the brokers (StandardAuthorizer) and SASL/PLAIN for
+    /// the rig's clients, for ACL scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorizer: Option<AuthorizerSpec>,
+}
+
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    #[default]
+    Local,
+    Containers,
+}
+
+/// ACLs for the sink's principal (`User:sink`); the rig's own tools are super users.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorizerSpec {
+    /// Grant TWO_PHASE_COMMIT on the sink's transactional ids (KIP-939);
+    /// without it Enable2Pc must be refused.
+    #[serde(default)]
+    pub two_phase_commit_acl: bool,
 }
 
 /// A broker setting's value as written in YAML (numbers and booleans unquoted).
@@ -101,55 +142,275 @@ pub struct JobSpec {
     pub batch_size: usize,
     #[serde(default)]
     pub partitioning: Partitioning,
+    /// When a transaction's output partitions are registered with the
+    /// coordinator: `lazy` (default, at a partition's first record, as the Java
+    /// producer does) or `eager` (every partition at transaction begin).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub register_partitions: Registration,
 }
 
-/// One fault in the schedule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Registration {
+    #[default]
+    Lazy,
+    Eager,
+}
+
+/// One fault in the schedule. The fields after `duration_ms` are parameters
+/// of some kinds only; validation names a parameter given to a kind that does
+/// not take it (docs/SCENARIOS.md lists which kind takes which).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultSpec {
     /// A label for the history and report (default: kind and index).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub kind: FaultKind,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
     pub when: When,
-    /// How long a pause or an outage lasts.
-    #[serde(default)]
+    /// How long the fault lasts before it is healed (a pause, an outage, a
+    /// network or protocol fault, a broker kept down). Without it a fault that
+    /// has a heal lasts until the job ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// `every_ms` triggers: how many times (default: until the job ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<u32>,
+
+    // --- network faults: between two groups of nodes ---
+    /// `workers`, `worker-N`, `brokers`, `broker-N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Vec<Group>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Vec<Group>>,
+    /// `net-partition`: `two-way` (default) or `one-way` (from → to only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<NetDirection>,
+    /// `net-delay`, `protocol-delay`, `delay-notification`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// `net-delay`, `protocol-delay`: each frame's delay is delay_ms ± a
+    /// uniform jitter (seeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<u64>,
+    /// `net-loss` (and optional on protocol faults): the chance, 0 < p ≤ 1,
+    /// that a matching frame is acted on (seeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+
+    // --- protocol faults: frames of chosen Kafka APIs ---
+    /// API names as Kafka spells them: `EndTxn`, `Produce`, `InitProducerId`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apis: Option<Vec<String>>,
+    /// `request` (default) or `response`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<FrameDirection>,
+    /// `protocol-error`: the error to answer with, by Kafka name
+    /// (`COORDINATOR_NOT_AVAILABLE`) or code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorName>,
+    /// Only frames of this transactional id: the current id of subtask S
+    /// (`{subtask: S}`, resolved when the fault fires) or a literal id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<TidSelector>,
+    /// Only the n-th matching frame (1-based) after the fault starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nth: Option<u64>,
+
+    // --- coordinator faults ---
+    /// `drop-notification`, `delay-notification`, `decline-checkpoint`: the
+    /// checkpoint acted on (default: the next one, or the trigger's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+impl FaultSpec {
+    /// A fault with no parameters beyond kind and trigger.
+    pub fn new(kind: FaultKind, when: When) -> FaultSpec {
+        FaultSpec {
+            name: None,
+            kind,
+            target: None,
+            when,
+            duration_ms: None,
+            times: None,
+            from: None,
+            to: None,
+            direction: None,
+            delay_ms: None,
+            jitter_ms: None,
+            probability: None,
+            apis: None,
+            frames: None,
+            error: None,
+            transactional_id: None,
+            nth: None,
+            checkpoint: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
+    // --- workers (the job's processes) ---
     /// SIGKILL chosen workers; the job fails over (restart after restart_delay_ms).
     KillWorkers,
     /// SIGSTOP chosen workers for duration_ms, then SIGCONT.
     PauseWorkers,
     /// SIGKILL every worker and keep the job down for duration_ms before the restore.
     JobOutage,
+    // --- brokers ---
     /// SIGKILL a broker (it stays down for duration_ms, then restarts; without a
     /// duration it stays down until the job ends).
     BrokerKill,
+    /// SIGTERM a broker and wait for its clean shutdown; down for duration_ms
+    /// as `broker-kill`.
+    BrokerStop,
     /// Stop and start a broker (same id and data).
     BrokerRestart,
     /// SIGSTOP a broker for duration_ms, then SIGCONT.
     BrokerPause,
+    /// Restart every broker, one after another, waiting between nodes until no
+    /// partition is under-replicated (Kafka's transactions system test).
+    RollingRestart,
+    // --- network (through the rig's TCP proxy in front of every listener) ---
+    /// Frames between `from` and `to` are dropped (connections hang, as with
+    /// an iptables DROP); `direction` one-way drops only from → to.
+    NetPartition,
+    /// The target brokers receive nothing from anyone and answer nothing.
+    NetBlackhole,
+    /// Connections between `from` and `to` are reset, and new ones are reset
+    /// at once while the fault lasts.
+    NetReset,
+    /// Every frame between `from` and `to` is held delay_ms ± jitter_ms.
+    NetDelay,
+    /// Each frame between `from` and `to` is dropped with `probability`
+    /// (whole Kafka frames: bytes of a TCP stream cannot be lost alone).
+    NetLoss,
+    // --- protocol (Kafka-aware proxy) ---
+    /// Matching frames are swallowed.
+    ProtocolDrop,
+    /// Matching frames are held delay_ms ± jitter_ms.
+    ProtocolDelay,
+    /// Matching requests are answered by the proxy with `error` (not
+    /// forwarded); matching responses have their error codes replaced.
+    ProtocolError,
+    // --- the checkpoint coordinator (Flink's JobManager) ---
+    /// The "checkpoint complete" notification of `checkpoint` is not sent to
+    /// the target subtasks (they commit it with the next one).
+    DropNotification,
+    /// The notification reaches the target subtasks delay_ms late.
+    DelayNotification,
+    /// The coordinator crashes after a checkpoint is persisted, before it is
+    /// notified: every worker is killed and the job restores from the store.
+    CoordinatorCrash,
+    /// The target subtasks decline `checkpoint`: it is aborted.
+    DeclineCheckpoint,
+}
+
+/// A group of nodes for network faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Group {
+    Workers,
+    Worker(u32),
+    Brokers,
+    Broker(i32),
+}
+
+impl fmt::Display for Group {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Group::Workers => f.write_str("workers"),
+            Group::Worker(n) => write!(f, "worker-{n}"),
+            Group::Brokers => f.write_str("brokers"),
+            Group::Broker(n) => write!(f, "broker-{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Group {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Group, String> {
+        let bad = || format!("{s:?}: expected `workers`, `worker-N`, `brokers` or `broker-N`");
+        match s {
+            "workers" => Ok(Group::Workers),
+            "brokers" => Ok(Group::Brokers),
+            _ => {
+                if let Some(n) = s.strip_prefix("worker-") {
+                    n.parse().map(Group::Worker).map_err(|_| bad())
+                } else if let Some(n) = s.strip_prefix("broker-") {
+                    n.parse().map(Group::Broker).map_err(|_| bad())
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+impl Serialize for Group {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Group {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Group, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(de::Error::custom)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetDirection {
+    OneWay,
+    TwoWay,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FrameDirection {
+    Request,
+    Response,
+}
+
+/// A Kafka error by name (`NOT_COORDINATOR`) or code (`16`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ErrorName {
+    Code(i16),
+    Name(String),
+}
+
+/// Whose frames a protocol fault acts on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TidSelector {
+    /// `{subtask: S}`: subtask S's transactional id at the moment the fault fires.
+    Subtask { subtask: u32 },
+    Literal(String),
 }
 
 /// What a fault acts on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Target {
-    /// `all`, or `txn-coordinator` (of subtask 0's current transactional id).
+    /// `all`, `txn-coordinator` (of subtask 0's current transactional id),
+    /// `controller` (the KRaft quorum leader), `leader` (of partition 0).
     Named(NamedTarget),
-    /// Subtask ids (worker faults) or node ids (broker faults).
+    /// Subtask ids (worker and coordinator faults) or node ids (broker faults).
     Ids(Vec<i64>),
     /// `{txn-coordinator: S}`: the coordinator of subtask S's current transactional id.
     Coordinator {
         #[serde(rename = "txn-coordinator")]
         txn_coordinator: u32,
     },
+    /// `{leader: P}`: the leader of partition P of the scenario's topic.
+    Leader { leader: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,17 +418,82 @@ pub enum Target {
 pub enum NamedTarget {
     All,
     TxnCoordinator,
+    Controller,
+    Leader,
 }
 
-/// When a fault fires.
+/// When a fault fires. Event triggers fire at the first event that matches
+/// (for checkpoint n: n itself or, if n never happens, the first later one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum When {
     /// Milliseconds after the job first started.
     AtMs(u64),
+    /// Every this many milliseconds after the job first started (the first
+    /// time after one period), `times` times or until the job ends.
+    EveryMs(u64),
+    /// When the coordinator triggers checkpoint n.
+    CheckpointTriggered(u64),
+    /// When subtask s acknowledges checkpoint n.
+    CheckpointAcked { checkpoint: u64, subtask: u32 },
     /// After checkpoint n is persisted and before it is notified: the window
     /// where a checkpointed transaction is pre-committed but not committed.
-    AfterCheckpointPersisted(u64),
+    #[serde(alias = "after_checkpoint_persisted")]
+    CheckpointPersisted(u64),
+    /// After the notification of checkpoint n is sent.
+    CheckpointNotified(u64),
+    /// When a subtask starts committing checkpoint n (its CommitStarted event).
+    CommitStarted(u64),
+    /// When subtask s opens a transaction (for checkpoint n's interval if given).
+    TxnOpened { subtask: u32, checkpoint: Option<u64> },
+}
+
+/// A seeded random schedule (Jepsen's nemesis mixes): faults of the chosen
+/// kinds at random moments, each for a random duration, with quiet periods
+/// between them. `schedule::resolve` turns it into plain `FaultSpec`s with
+/// `at_ms` triggers; the same seed gives the same list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomSchedule {
+    pub mix: Mix,
+    /// Fixed seed for the schedule; default: the run's seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// No fault before this (job time, ms).
+    #[serde(default = "default_schedule_start")]
+    pub start_ms: u64,
+    /// No fault starts after this (job time, ms).
+    pub end_ms: u64,
+    /// Quiet time between one fault's end and the next one's start: [min, max].
+    #[serde(default = "default_quiet")]
+    pub quiet_ms: [u64; 2],
+    /// Each fault's duration: [min, max].
+    #[serde(default = "default_fault_duration")]
+    pub duration_ms: [u64; 2],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mix {
+    /// No faults: the control run.
+    None,
+    Workers,
+    Brokers,
+    Network,
+    Protocol,
+    Coordinator,
+    /// Every kind above, interleaved.
+    All,
+}
+
+fn default_schedule_start() -> u64 {
+    2_000
+}
+fn default_quiet() -> [u64; 2] {
+    [1_000, 3_000]
+}
+fn default_fault_duration() -> [u64; 2] {
+    [500, 2_000]
 }
 
 /// What a mode is expected to show.
@@ -729,8 +1055,22 @@ fn kind_name(k: FaultKind) -> &'static str {
         FaultKind::PauseWorkers => "pause-workers",
         FaultKind::JobOutage => "job-outage",
         FaultKind::BrokerKill => "broker-kill",
+        FaultKind::BrokerStop => "broker-stop",
         FaultKind::BrokerRestart => "broker-restart",
         FaultKind::BrokerPause => "broker-pause",
+        FaultKind::RollingRestart => "rolling-restart",
+        FaultKind::NetPartition => "net-partition",
+        FaultKind::NetBlackhole => "net-blackhole",
+        FaultKind::NetReset => "net-reset",
+        FaultKind::NetDelay => "net-delay",
+        FaultKind::NetLoss => "net-loss",
+        FaultKind::ProtocolDrop => "protocol-drop",
+        FaultKind::ProtocolDelay => "protocol-delay",
+        FaultKind::ProtocolError => "protocol-error",
+        FaultKind::DropNotification => "drop-notification",
+        FaultKind::DelayNotification => "delay-notification",
+        FaultKind::CoordinatorCrash => "coordinator-crash",
+        FaultKind::DeclineCheckpoint => "decline-checkpoint",
     }
 }
 
@@ -915,11 +1255,11 @@ fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
             _ => {}
         }
         match f.when {
-            When::AfterCheckpointPersisted(0) => bad(
+            When::CheckpointPersisted(0) => bad(
                 vec![key("faults"), Seg::Index(i), key("when"), key("after_checkpoint_persisted")],
                 "checkpoints are numbered from 1: must be ≥ 1".into(),
             ),
-            When::AtMs(_) | When::AfterCheckpointPersisted(_) => {}
+            _ => {}
         }
         let tp = fp("target");
         if worker_fault(f.kind) {
@@ -927,6 +1267,9 @@ fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
                 None | Some(Target::Named(NamedTarget::All)) => {}
                 Some(Target::Named(NamedTarget::TxnCoordinator)) | Some(Target::Coordinator { .. }) => {
                     bad(tp, format!("txn-coordinator is a broker; {kind} acts on workers: use all or subtask ids"))
+                }
+                Some(Target::Named(NamedTarget::Controller | NamedTarget::Leader)) | Some(Target::Leader { .. }) => {
+                    bad(tp, format!("controller and leader are brokers; {kind} acts on workers: use all or subtask ids"))
                 }
                 Some(Target::Ids(_)) if f.kind == FaultKind::JobOutage => {
                     bad(tp, "job-outage stops every worker: leave target out (or write all)".into())
@@ -941,7 +1284,7 @@ fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
                     tp,
                     format!("txn-coordinator of subtask {txn_coordinator}, but parallelism is {}", j.parallelism),
                 ),
-                Some(Target::Coordinator { .. }) => {}
+                Some(Target::Coordinator { .. }) | Some(Target::Leader { .. }) => {}
                 Some(Target::Ids(ids)) => check_ids(&mut bad, &tp, ids, 1, c.brokers as i64, "node"),
             }
         }

@@ -36,7 +36,15 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
     let scenario = Scenario {
         name: "runner-it".into(),
         description: None,
-        cluster: ClusterSpec { brokers: 1, kafka: "4.4.0".into(), broker_config: BTreeMap::new() },
+        cluster: ClusterSpec {
+            brokers: 1,
+            kafka: "4.4.0".into(),
+            broker_config: BTreeMap::new(),
+            proxy: None,
+            backend: Default::default(),
+            image: None,
+            authorizer: None,
+        },
         topic: TopicSpec { partitions: 3, replication_factor: 1, min_insync_replicas: None },
         job: JobSpec {
             parallelism: 2,
@@ -52,6 +60,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
             linger_ms: 5,
             batch_size: 16 * 1024,
             partitioning: Partitioning::RoundRobin,
+            register_partitions: Default::default(),
         },
         modes: vec![SinkMode::Legacy],
         faults: vec![
@@ -59,8 +68,9 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
                 name: Some("kill-0-in-window".into()),
                 kind: FaultKind::KillWorkers,
                 target: Some(Target::Ids(vec![0])),
-                when: When::AfterCheckpointPersisted(2),
+                when: When::CheckpointPersisted(2),
                 duration_ms: None,
+                ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
             },
             FaultSpec {
                 name: Some("pause-coordinator".into()),
@@ -68,8 +78,10 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
                 target: Some(Target::Named(NamedTarget::TxnCoordinator)),
                 when: When::AtMs(1_500),
                 duration_ms: Some(1_000),
+                ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
             },
         ],
+        schedule: None,
         expect: BTreeMap::new(),
     };
     let mode_dir = dir.join("legacy");

@@ -68,7 +68,7 @@ fn one(text: &str, line: u64, field: &str, needle: &str) -> Problem {
 fn the_good_one_loads() {
     let s = scenario::from_str(GOOD, "good.yaml").expect("valid");
     assert_eq!(s.modes, vec![SinkMode::Legacy, SinkMode::Kip939]);
-    assert_eq!(s.faults[0].when, When::AfterCheckpointPersisted(3));
+    assert_eq!(s.faults[0].when, When::CheckpointPersisted(3));
 }
 
 #[test]

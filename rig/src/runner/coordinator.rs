@@ -1070,6 +1070,9 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     Ok(BrokerTarget::CoordinatorOf(s)) => {
                         Aim::CoordinatorOf { subtask: s, transactional_id: self.current_tid(s) }
                     }
+                    Ok(other) => {
+                        return self.fault_failed(f, trigger, format!("target {other:?} is not implemented yet"))
+                    }
                     Err(e) => return self.fault_failed(f, trigger, e),
                 };
                 let window = trigger.get("after_checkpoint_persisted").is_some();
@@ -1083,6 +1086,9 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     self.broker_queue.push_back(job);
                     self.pump_broker_jobs()?;
                 }
+            }
+            other => {
+                return self.fault_failed(f, trigger, format!("{} is not implemented yet", other.name()));
             }
         }
         Ok(())

@@ -28,6 +28,23 @@ pub trait Brokers: Send {
     fn wait_ready(&mut self) -> impl Future<Output = Result<(), String>> + Send;
     /// The node coordinating `transactional_id` now (FindCoordinator, key type 1).
     fn find_coordinator(&mut self, transactional_id: &str) -> impl Future<Output = Result<i32, String>> + Send;
+    /// The KRaft quorum leader now.
+    fn controller(&mut self) -> impl Future<Output = Result<i32, String>> + Send {
+        async { Err("this cluster cannot name its controller".to_string()) }
+    }
+    /// The leader of `topic`'s `partition` now (Metadata).
+    fn leader_of(&mut self, topic: &str, partition: i32) -> impl Future<Output = Result<i32, String>> + Send {
+        let _ = (topic, partition);
+        async { Err("this cluster cannot name a partition leader".to_string()) }
+    }
+    /// How many partitions (all topics) have fewer in-sync replicas than replicas.
+    fn under_replicated(&mut self) -> impl Future<Output = Result<usize, String>> + Send {
+        async { Err("this cluster cannot count under-replicated partitions".to_string()) }
+    }
+    /// The Kafka-aware proxy in front of the listeners, when the cluster has one.
+    fn proxy(&self) -> Option<sinkhole_faults::proxy::Proxy> {
+        None
+    }
 }
 
 /// How long a node action may take (a graceful stop, a start until ready).
@@ -127,7 +144,7 @@ pub fn due_after_persist(specs: &[FaultSpec], fired: &[bool], persisted: u64) ->
     specs
         .iter()
         .enumerate()
-        .filter(|(i, s)| !fired[*i] && matches!(s.when, When::AfterCheckpointPersisted(n) if n <= persisted))
+        .filter(|(i, s)| !fired[*i] && matches!(s.when, When::CheckpointPersisted(n) if n <= persisted))
         .map(|(i, _)| i)
         .collect()
 }
@@ -136,10 +153,11 @@ pub fn due_after_persist(specs: &[FaultSpec], fired: &[bool], persisted: u64) ->
 pub fn skipped_reason(spec: &FaultSpec, latest_persisted: Option<u64>, job_ran_ms: u64) -> String {
     match spec.when {
         When::AtMs(t) => format!("the job ended after {job_ran_ms} ms, before at_ms {t}"),
-        When::AfterCheckpointPersisted(n) => match latest_persisted {
+        When::CheckpointPersisted(n) => match latest_persisted {
             Some(l) => format!("the job ended before checkpoint {n} was persisted (the last was {l})"),
             None => format!("the job ended before checkpoint {n} was persisted (none was)"),
         },
+        other => format!("the job ended before its trigger {other:?} happened"),
     }
 }
 
@@ -160,6 +178,9 @@ pub fn worker_targets(target: &Option<Target>, parallelism: u32) -> Result<Vec<u
         Some(Target::Named(NamedTarget::TxnCoordinator)) | Some(Target::Coordinator { .. }) => {
             Err("txn-coordinator names a broker, not a worker".into())
         }
+        Some(Target::Named(NamedTarget::Controller | NamedTarget::Leader)) | Some(Target::Leader { .. }) => {
+            Err("controller and leader name brokers, not workers".into())
+        }
     }
 }
 
@@ -169,6 +190,10 @@ pub enum BrokerTarget {
     Nodes(Vec<i32>),
     /// The coordinator of this subtask's current transactional id.
     CoordinatorOf(u32),
+    /// The KRaft quorum leader.
+    Controller,
+    /// The leader of this partition of the scenario's topic.
+    LeaderOf(u32),
 }
 
 pub fn broker_target(target: &Option<Target>, nodes: &[i32], parallelism: u32) -> Result<BrokerTarget, String> {
@@ -190,6 +215,10 @@ pub fn broker_target(target: &Option<Target>, nodes: &[i32], parallelism: u32) -
         Some(Target::Coordinator { txn_coordinator: s }) => {
             Err(format!("txn-coordinator of subtask {s}: there is no such subtask (parallelism {parallelism})"))
         }
+        // Resolved by the runner (Brokers::controller / leader_of) when the fault fires.
+        Some(Target::Named(NamedTarget::Controller)) => Ok(BrokerTarget::Controller),
+        Some(Target::Named(NamedTarget::Leader)) => Ok(BrokerTarget::LeaderOf(0)),
+        Some(Target::Leader { leader: p }) => Ok(BrokerTarget::LeaderOf(*p)),
     }
 }
 
@@ -249,14 +278,14 @@ mod tests {
     use super::*;
 
     fn spec(kind: FaultKind, when: When) -> FaultSpec {
-        FaultSpec { name: None, kind, target: None, when, duration_ms: None }
+        FaultSpec::new(kind, when)
     }
 
     #[test]
     fn time_triggers_fire_once_their_time_has_come_in_time_order() {
         let specs = vec![
             spec(FaultKind::KillWorkers, When::AtMs(500)),
-            spec(FaultKind::PauseWorkers, When::AfterCheckpointPersisted(2)),
+            spec(FaultKind::PauseWorkers, When::CheckpointPersisted(2)),
             spec(FaultKind::BrokerKill, When::AtMs(100)),
             spec(FaultKind::JobOutage, When::AtMs(2_000)),
         ];
@@ -272,8 +301,8 @@ mod tests {
     #[test]
     fn persist_triggers_fire_at_their_checkpoint_or_the_first_persisted_after_it() {
         let specs = vec![
-            spec(FaultKind::KillWorkers, When::AfterCheckpointPersisted(3)),
-            spec(FaultKind::BrokerKill, When::AfterCheckpointPersisted(1)),
+            spec(FaultKind::KillWorkers, When::CheckpointPersisted(3)),
+            spec(FaultKind::BrokerKill, When::CheckpointPersisted(1)),
             spec(FaultKind::JobOutage, When::AtMs(0)),
         ];
         let mut fired = vec![false; 3];

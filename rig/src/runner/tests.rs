@@ -252,6 +252,7 @@ async fn fake_worker(
 
 fn job(parallelism: u32, records: u64) -> JobSpec {
     JobSpec {
+        register_partitions: Default::default(),
         parallelism,
         records_per_subtask: records,
         rate_per_subtask: 0,
@@ -545,8 +546,9 @@ async fn a_kill_between_persist_and_notify_skips_the_notification_and_restores_t
         name: Some("crash in the window".into()),
         kind: FaultKind::KillWorkers,
         target: Some(Target::Ids(vec![0])),
-        when: When::AfterCheckpointPersisted(2),
+        when: When::CheckpointPersisted(2),
         duration_ms: None,
+        ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
     }];
     let r = run("window", job(2, 400), Behavior { drop_restored: true, ..Behavior::default() }, faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
@@ -581,6 +583,7 @@ async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() 
             target: Some(Target::Ids(vec![1])),
             when: When::AtMs(40),
             duration_ms: Some(400),
+            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
         },
         FaultSpec {
             name: None,
@@ -588,6 +591,7 @@ async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() 
             target: None,
             when: When::AtMs(600_000),
             duration_ms: None,
+            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
         },
     ];
     let r = run("pause", j, Behavior { step: 5, ..Behavior::default() }, faults).await;
@@ -618,8 +622,9 @@ async fn a_job_outage_keeps_the_job_down_for_its_duration() {
         name: Some("outage".into()),
         kind: FaultKind::JobOutage,
         target: None,
-        when: When::AfterCheckpointPersisted(1),
+        when: When::CheckpointPersisted(1),
         duration_ms: Some(250),
+        ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
     }];
     let r = run("outage", job(2, 300), Behavior::default(), faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
@@ -699,13 +704,15 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
             target: Some(Target::Named(crate::scenario::NamedTarget::TxnCoordinator)),
             when: When::AtMs(150),
             duration_ms: None,
+            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
         },
         FaultSpec {
             name: Some("kill-2".into()),
             kind: FaultKind::BrokerKill,
             target: Some(Target::Ids(vec![2])),
-            when: When::AfterCheckpointPersisted(1),
+            when: When::CheckpointPersisted(1),
             duration_ms: Some(100),
+            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
         },
         FaultSpec {
             name: Some("pause-coordinator-of-1".into()),
@@ -713,6 +720,7 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
             target: Some(Target::Coordinator { txn_coordinator: 1 }),
             when: When::AtMs(160),
             duration_ms: None,
+            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
         },
     ];
     let mut brokers = FakeBrokers::default();
