@@ -7,7 +7,7 @@ TEST_KAFKA ?= 4.4.0,4.0.2
 CARGO ?= cargo
 BIN := target/release/sinkhole
 
-.PHONY: deps build setup run probe bench bench-checker report-screenshot test clippy
+.PHONY: deps build setup run probe bench bench-checker report-screenshot test clippy nightly
 
 deps:
 	@scripts/install-deps.sh
@@ -35,14 +35,26 @@ bench: setup
 bench-checker: build
 	$(BIN) bench-checker --records 10000000
 
+# The nightly matrix: every library scenario (scenarios/ minus
+# scenarios/matrix-exclude.txt), each with the modes its file names, on
+# $(NIGHTLY_KAFKA) (comma-separated for several), one random seed (printed and
+# kept in matrix.json). Extra flags: NIGHTLY_ARGS="--seed-count 3 --fail-fast".
+NIGHTLY_KAFKA ?= 4.4.0
+NIGHTLY_ARGS ?=
+nightly: build
+	$(BIN) setup --kafka $(NIGHTLY_KAFKA)
+	$(BIN) matrix scenarios --kafka $(NIGHTLY_KAFKA) $(NIGHTLY_ARGS)
+
 # Render the newest run's report.html in headless Chromium (results/report.png, not in git).
 report-screenshot:
 	scripts/report-screenshot.sh "$$(ls -td results/*/report.html | head -1)" results/report.png
 
+# The containers backend's tests need an engine: podman-service.sh installs Podman, starts its
+# Docker-API service for the run and stops it after (without one they are skipped by name).
 test: deps
 	$(CARGO) build --bin sinkhole
 	target/debug/sinkhole setup --kafka $(TEST_KAFKA)
-	scripts/test-summary.sh --workspace
+	scripts/podman-service.sh run scripts/test-summary.sh --workspace
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

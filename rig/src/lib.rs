@@ -11,18 +11,23 @@
 //! - [`runner`]: one mode of a scenario — workers, checkpoint coordinator, faults, history;
 //! - [`checker`]: drains the output and counts anomalies;
 //! - [`latency`]: latency histograms (history, live tail) and the interval log.
+//! - [`matrix`]: `sinkhole matrix`, scenarios × Kafka versions × seeds, compared;
 //! - [`report`]: `report.html`, the run in a browser (inline SVG plots, no script).
 pub mod checker;
 pub mod cluster;
+pub mod image;
 pub mod install;
 pub mod junit;
+pub mod kafka_names;
 pub mod latency;
+pub mod matrix;
 pub mod probe;
 pub mod procs;
 pub mod report;
 pub mod run;
 pub mod runner;
 pub mod scenario;
+pub mod schedule;
 pub mod utc;
 pub mod verdict;
 

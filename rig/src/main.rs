@@ -58,6 +58,46 @@ enum Command {
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
+        /// Where the brokers run, instead of the scenario's `cluster.backend`.
+        #[arg(long, value_parser = ["local", "containers"])]
+        backend: Option<String>,
+        /// Container image (containers backend), instead of the scenario's `cluster.image`.
+        #[arg(long)]
+        image: Option<String>,
+    },
+    /// Run scenarios × Kafka versions × seeds (one `run` per cell) and compare:
+    /// matrix.json, matrix.html, junit.xml and a table of scenario × mode.
+    Matrix {
+        /// Scenario files or directories (a directory: its *.yaml minus the
+        /// names in its matrix-exclude.txt). Default: scenarios/.
+        inputs: Vec<PathBuf>,
+        /// Only these modes, comma-separated (default: each scenario's).
+        #[arg(long, value_delimiter = ',')]
+        modes: Vec<String>,
+        /// Kafka versions, comma-separated (default: each scenario's).
+        #[arg(long, value_delimiter = ',')]
+        kafka: Vec<String>,
+        /// Seeds, comma-separated: every scenario and version runs with each.
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["seed_count", "seed"])]
+        seeds: Vec<u64>,
+        /// Run N seeds: --seed, --seed + 1, … (default 1).
+        #[arg(long)]
+        seed_count: Option<u32>,
+        /// The first seed (default: random, printed and kept in matrix.json).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Where the runs write their results.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// The matrix directory (default: <results>/matrix-<timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print matrix.json on stdout instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Stop after the first cell with a failure.
+        #[arg(long)]
+        fail_fast: bool,
     },
     /// Re-run the checker offline on a stored run (a results/<run-id>
     /// directory, or one mode directory in it): rewrites verdict.json,
@@ -66,6 +106,29 @@ enum Command {
         /// The run's results directory.
         dir: PathBuf,
         /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check scenario files without running them: every problem as
+    /// `file:line:column: field: message` with the line (exit 0 when all are
+    /// valid, 2 otherwise). The format: docs/SCENARIOS.md.
+    Validate {
+        /// Scenario files (YAML).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print one JSON report per file.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a scenario's resolved fault schedule: its explicit faults, then
+    /// the faults its random `schedule` generates for the seed.
+    Schedule {
+        /// The scenario (YAML).
+        file: PathBuf,
+        /// Seed (default: the schedule's own seed, else random and printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print the schedule as JSON (what `schedule.json` in a run holds).
         #[arg(long)]
         json: bool,
     },
@@ -79,6 +142,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Container images for the containers backend.
+    #[command(subcommand)]
+    Image(ImageCmd),
+    /// Removes a run's containers and network once stdin closes (started by the containers
+    /// backend, not by hand: it outlives a rig killed by a signal).
+    #[command(hide = true)]
+    ReapContainers {
+        #[arg(long)]
+        run: String,
+    },
     /// One subtask of a job (started by the runner, not by hand).
     #[command(hide = true)]
     Worker {
@@ -88,6 +161,23 @@ enum Command {
         /// The coordinator's control socket.
         #[arg(long)]
         control: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum ImageCmd {
+    /// Build a Kafka image with no registry: the cached Kafka jars, the host's Java runtime
+    /// (jlinked when possible) and its shared libraries, imported into the engine as
+    /// `localhost/sinkhole-kafka:<version>` (the containers backend's default image).
+    Build {
+        /// Kafka version (installed into the cache if missing).
+        #[arg(long, default_value = DEFAULT_KAFKA)]
+        kafka: String,
+        /// Tag instead of localhost/sinkhole-kafka:<version>.
+        #[arg(long)]
+        tag: Option<String>,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -133,6 +223,13 @@ enum ClusterCmd {
         /// Print the state as JSON.
         #[arg(long)]
         json: bool,
+        /// Where the nodes run: local JVMs, or containers (Docker/Podman API; see README).
+        #[arg(long, default_value = "local", value_parser = ["local", "containers"])]
+        backend: String,
+        /// Container image (containers backend); default localhost/sinkhole-kafka:<version>,
+        /// else apache/kafka:<version>.
+        #[arg(long)]
+        image: Option<String>,
     },
     /// Kill every node and remove the cluster's directory.
     Down {
@@ -261,11 +358,30 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Setup { kafka } => setup(&kafka),
         Command::Cluster(c) => cluster(c).await,
         Command::Probe(p) => probe_cmd(p).await,
-        Command::Run { file, modes, kafka, seed, results, json } => {
+        Command::Run { file, modes, kafka, seed, results, json, backend, image } => {
             let args = sinkhole_rig::run::RunArgs { file, modes, kafka, seed, results, json };
-            match sinkhole_rig::run::run(args).await {
+            let backend = backend.map(|b| match b.as_str() {
+                "containers" => sinkhole_rig::scenario::Backend::Containers,
+                _ => sinkhole_rig::scenario::Backend::Local,
+            });
+            match sinkhole_rig::run::run_on(args, backend, image).await {
                 Ok(0) => Ok(()),
                 Ok(_) => Err(Failure::Failed(anyhow!("at least one mode did not meet its expectation"))),
+                Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
+                Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
+            }
+        }
+        Command::Matrix { inputs, modes, kafka, seeds, seed_count, seed, results, out, json, fail_fast } => {
+            use sinkhole_rig::matrix::{MatrixArgs, Seeds};
+            let seeds = if seeds.is_empty() {
+                Seeds::Count { n: seed_count.unwrap_or(1), base: seed }
+            } else {
+                Seeds::List(seeds)
+            };
+            let args = MatrixArgs { inputs, modes, kafka, seeds, results, out, json, fail_fast };
+            match sinkhole_rig::matrix::run(args).await {
+                Ok(0) => Ok(()),
+                Ok(_) => Err(Failure::Failed(anyhow!("at least one cell failed (see the table)"))),
                 Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
                 Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
             }
@@ -276,6 +392,19 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
             Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
             Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
         },
+        Command::Validate { files, json } => {
+            let (out, ok) = sinkhole_rig::schedule::validate_files(&files, json);
+            print!("{out}");
+            if ok {
+                Ok(())
+            } else {
+                Err(bad(anyhow!("invalid scenario file(s)")))
+            }
+        }
+        Command::Schedule { file, seed, json } => {
+            print!("{}", sinkhole_rig::schedule::schedule_file(&file, seed, json).map_err(|e| bad(anyhow!(e)))?);
+            Ok(())
+        }
         Command::BenchChecker { records, subtasks, json } => {
             let r = sinkhole_rig::checker::bench::run(records, subtasks);
             if json {
@@ -300,6 +429,12 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Image(ImageCmd::Build { kafka, tag, json }) => image_build(&kafka, tag, json),
+        Command::ReapContainers { run } => {
+            let (c, n) = sinkhole_rig::cluster::containers::reap_when_stdin_closes(&run).await?;
+            eprintln!("sinkhole reaper: run {run}: removed {c} container(s), {n} network(s)");
+            Ok(())
+        }
         Command::Worker { config, control } => {
             let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;
             let cfg: sinkhole_workloads::model::WorkerConfig =
@@ -312,6 +447,33 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
 
 fn progress(line: &str) {
     eprintln!("sinkhole: {line}");
+}
+
+fn image_build(kafka: &str, tag: Option<String>, json: bool) -> Result<(), Failure> {
+    let v = install::parse_versions(kafka).map_err(bad)?;
+    if v.len() != 1 {
+        return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
+    }
+    let dist = install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)?;
+    let tag = tag.unwrap_or_else(|| sinkhole_rig::image::default_tag(&v[0]));
+    let work = std::env::temp_dir().join(format!("sinkhole-image-{}", std::process::id()));
+    let host = sinkhole_rig::cluster::containers::docker_host();
+    let r = sinkhole_rig::image::build(&dist, &tag, &work, host.as_deref(), &mut |l| progress(l))
+        .context("building the image")?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "image {}: Kafka {}, JRE by {}, {:.0} MiB root filesystem, built and imported ({}) in {:.1} s",
+            r.tag,
+            r.kafka,
+            r.jre,
+            r.rootfs_bytes as f64 / 1048576.0,
+            r.imported_with,
+            r.elapsed_ms as f64 / 1000.0
+        );
+    }
+    Ok(())
 }
 
 fn setup(list: &str) -> Result<(), Failure> {
@@ -399,7 +561,14 @@ fn dist_of_state(st: &ClusterState) -> Result<KafkaDist, Failure> {
 
 async fn cluster(cmd: ClusterCmd) -> Result<(), Failure> {
     match cmd {
-        ClusterCmd::Up { name, kafka, shape, json } => {
+        ClusterCmd::Up { name, kafka, shape, json, backend, image } if backend == "containers" => {
+            containers_up(&name, &kafka, &shape, image, json).await
+        }
+        ClusterCmd::Down { name, keep_data } if containers_record(&name).is_some() => {
+            containers_down(&name, keep_data).await
+        }
+        ClusterCmd::Status { name, json } if containers_record(&name).is_some() => containers_status(&name, json).await,
+        ClusterCmd::Up { name, kafka, shape, json, .. } => {
             let dir = state::cluster_dir(&name);
             match ClusterState::load(&name) {
                 Ok(st) => match st.liveness() {
@@ -527,6 +696,9 @@ async fn cluster(cmd: ClusterCmd) -> Result<(), Failure> {
 }
 
 async fn node_action(a: NodeArgs, action: NodeAction) -> Result<(), Failure> {
+    if let Some(rec) = containers_record(&a.name) {
+        return containers_node_action(a, action, rec).await;
+    }
     let mut st = load_state(&a.name)?;
     let dist = dist_of_state(&st)?;
     let mut c = st.adopt(dist);
@@ -633,6 +805,184 @@ async fn probe_cmd(p: ProbeArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", probe::render_table(&report));
+    }
+    Ok(())
+}
+
+/// The state of a containers cluster named `name`, if that is what it is.
+fn containers_record(name: &str) -> Option<sinkhole_rig::cluster::containers::ContainersRecord> {
+    let path = state::cluster_dir(name).join(sinkhole_rig::cluster::containers::STATE_FILE);
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+fn save_containers_record(
+    name: &str,
+    rec: &sinkhole_rig::cluster::containers::ContainersRecord,
+) -> Result<(), Failure> {
+    let path = state::cluster_dir(name).join(sinkhole_rig::cluster::containers::STATE_FILE);
+    std::fs::write(&path, serde_json::to_string_pretty(rec)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// `cluster up --backend containers`: the containers outlive the command (labelled `detached`),
+/// `containers.json` in the cluster directory finds them again.
+async fn containers_up(
+    name: &str,
+    kafka: &KafkaSel,
+    shape: &ClusterShape,
+    image: Option<String>,
+    json: bool,
+) -> Result<(), Failure> {
+    use sinkhole_rig::cluster::containers::{ContainersCluster, ContainersSpec};
+    let dir = state::cluster_dir(name);
+    if containers_record(name).is_some() || ClusterState::load(name).is_ok() {
+        return Err(bad(anyhow!(
+            "cluster '{name}' already exists; `sinkhole cluster down --name {name}` first, or pick another --name"
+        )));
+    }
+    if !matches!(shape.nodes, 1 | 3 | 5) {
+        return Err(bad(anyhow!("--nodes {}: use 1, 3 or 5 KRaft nodes", shape.nodes)));
+    }
+    let v = install::parse_versions(kafka.kafka.as_deref().unwrap_or(DEFAULT_KAFKA)).map_err(bad)?;
+    if v.len() != 1 {
+        return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut spec = ContainersSpec::new(&v[0], shape.nodes, dir, &format!("cluster-{name}"));
+    spec.broker_config = parse_overrides(&shape.broker_config).map_err(bad)?;
+    spec.heap = shape.heap.clone();
+    spec.ready_timeout = Duration::from_secs(shape.ready_timeout);
+    spec.image = image;
+    spec.detached = true;
+    let t0 = Instant::now();
+    progress(&format!("starting {} container(s) of Kafka {} …", spec.nodes, spec.version));
+    let cluster = ContainersCluster::start(spec).await.context("starting the containers cluster")?;
+    let ready = t0.elapsed();
+    let bootstrap = cluster.bootstrap();
+    let rec = cluster.detach();
+    save_containers_record(name, &rec)?;
+    if json {
+        let mut v = serde_json::to_value(&rec)?;
+        v["bootstrap"] = bootstrap.clone().into();
+        v["ready_ms"] = (ready.as_millis() as u64).into();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "cluster '{name}' ready in {:.1} s: Kafka {}, {} container(s) from {} on network {}",
+            ready.as_secs_f64(),
+            rec.version,
+            rec.nodes.len(),
+            rec.image,
+            rec.network
+        );
+        println!("bootstrap: {bootstrap}");
+    }
+    Ok(())
+}
+
+async fn containers_down(name: &str, keep_data: bool) -> Result<(), Failure> {
+    use sinkhole_rig::cluster::containers::{self, ContainersCluster};
+    let rec = containers_record(name).ok_or_else(|| bad(anyhow!("no containers cluster named '{name}'")))?;
+    let mut c = ContainersCluster::adopt(rec.clone()).await?;
+    c.force_teardown().await;
+    let docker = containers::engine().await?;
+    let (cs, nets, _) = containers::leftovers(&docker, &rec.run_id).await?;
+    if !cs.is_empty() || !nets.is_empty() {
+        return Err(Failure::Failed(anyhow!(
+            "still on the engine after removal: containers {cs:?}, networks {nets:?}"
+        )));
+    }
+    if keep_data {
+        let _ = std::fs::remove_file(rec.dir.join(containers::STATE_FILE));
+    } else {
+        let _ = std::fs::remove_dir_all(&rec.dir);
+    }
+    println!(
+        "cluster '{name}' is down: removed {} container(s) and network {}{}",
+        rec.nodes.len(),
+        rec.network,
+        if keep_data { ", logs kept" } else { ", directory removed" }
+    );
+    Ok(())
+}
+
+async fn containers_status(name: &str, json: bool) -> Result<(), Failure> {
+    use sinkhole_rig::cluster::containers::ContainersCluster;
+    let rec = containers_record(name).ok_or_else(|| bad(anyhow!("no containers cluster named '{name}'")))?;
+    let c = ContainersCluster::adopt(rec.clone()).await?;
+    let mut rows = Vec::new();
+    for n in &rec.nodes {
+        let state = c.engine_state(n.node_id).await.map(|s| s.status).unwrap_or_else(|e| format!("unknown ({e})"));
+        rows.push(serde_json::json!({"node_id": n.node_id, "container": n.name, "port": n.host_port,
+            "intent": n.intent, "engine": state}));
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"name": name, "backend": "containers",
+            "version": rec.version, "image": rec.image, "bootstrap": c.bootstrap(), "nodes": rows}))?
+        );
+    } else {
+        println!("cluster '{name}': Kafka {} in containers from {} (network {})", rec.version, rec.image, rec.network);
+        println!("{:<5} {:<7} {:<10} {:<9} container", "node", "port", "intent", "engine");
+        for r in rows {
+            println!(
+                "{:<5} {:<7} {:<10} {:<9} {}",
+                r["node_id"].as_i64().unwrap_or(0),
+                r["port"].as_u64().unwrap_or(0),
+                r["intent"].as_str().unwrap_or("?"),
+                r["engine"].as_str().unwrap_or("?"),
+                r["container"].as_str().unwrap_or("?")
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn containers_node_action(
+    a: NodeArgs,
+    action: NodeAction,
+    rec: sinkhole_rig::cluster::containers::ContainersRecord,
+) -> Result<(), Failure> {
+    use sinkhole_rig::cluster::containers::{ContainersCluster, ContainersError};
+    let mut c = ContainersCluster::adopt(rec).await?;
+    if !c.node_ids().contains(&a.node) {
+        return Err(bad(anyhow!("cluster '{}' has no node {}; its nodes are {:?}", a.name, a.node, c.node_ids())));
+    }
+    let res = c.act(a.node, action, Duration::from_secs(a.timeout)).await;
+    save_containers_record(&a.name, &c.record())?;
+    let effect = res.map_err(|e| match e {
+        ContainersError::Cluster(sinkhole_rig::cluster::local::ClusterError::WrongState { .. }) => bad(e),
+        e => Failure::Failed(e.into()),
+    })?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&effect)?);
+    } else {
+        let sigs: Vec<String> = effect
+            .signals
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}{} after {} ms",
+                    s.signal,
+                    if s.confirmed { " (confirmed)" } else { " (NOT confirmed)" },
+                    s.after_ms
+                )
+            })
+            .collect();
+        println!(
+            "node {}: {:?} done in {} ms; {}{}",
+            a.node,
+            action,
+            effect.elapsed_ms,
+            sigs.join("; "),
+            match effect.ready {
+                Some(true) => "; answering again",
+                Some(false) => "; NOT answering yet",
+                None => "",
+            }
+        );
     }
     Ok(())
 }

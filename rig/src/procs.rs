@@ -149,6 +149,22 @@ pub fn kill_all_registered() -> usize {
     killed
 }
 
+/// What runs after the signal teardown killed the rig's processes and before
+/// the process exits (the signal number as argument).
+pub type SignalHook = Box<dyn FnOnce(i32) + Send>;
+
+fn signal_hook_slot() -> &'static Mutex<Option<SignalHook>> {
+    static HOOK: OnceLock<Mutex<Option<SignalHook>>> = OnceLock::new();
+    HOOK.get_or_init(Default::default)
+}
+
+/// Lets a long command (`sinkhole matrix`) write what it has when a signal
+/// ends it: the hook runs once, after every owned process group is killed.
+/// `None` removes it.
+pub fn set_signal_hook(hook: Option<SignalHook>) {
+    *signal_hook_slot().lock().unwrap_or_else(|p| p.into_inner()) = hook;
+}
+
 /// Installs the SIGINT/SIGTERM/SIGHUP teardown (binary only).
 pub fn install_signal_teardown() -> io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -158,6 +174,10 @@ pub fn install_signal_teardown() -> io::Result<()> {
             let n = kill_all_registered();
             let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("signal");
             eprintln!("sinkhole: {name} received: killed {n} process group(s) the rig started; exiting");
+            let hook = signal_hook_slot().lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(hook) = hook {
+                hook(sig);
+            }
             std::process::exit(128 + sig);
         }
     })?;

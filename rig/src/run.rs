@@ -10,13 +10,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context};
 use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
+use sinkhole_workloads::wire::acls::{self, AclBinding};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
+use sinkhole_workloads::wire::SaslPlain;
 
 use crate::checker::{self, CheckSpec, Expected};
+use crate::cluster::containers::{ContainersCluster, ContainersSpec};
 use crate::cluster::local::{LocalCluster, LocalSpec};
+use crate::cluster::Cluster;
 use crate::install;
 use crate::latency;
 use crate::runner::{self, JobOutcome, ModeOutcome, ModeRun};
+use crate::scenario::Backend;
 use crate::scenario::{self, Scenario};
 use crate::verdict::{self, Outcome, Verdict, VerdictInput};
 
@@ -56,6 +61,9 @@ pub struct Plan {
     /// Short, for transactional ids.
     pub short_id: String,
     pub dir: PathBuf,
+    /// The resolved fault list (explicit faults, then the random schedule's),
+    /// already in `scenario.faults`; written to `schedule.json`.
+    pub schedule: crate::schedule::Resolved,
 }
 
 impl Plan {
@@ -113,9 +121,15 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
         s.cluster.kafka = v[0].clone();
     }
     let seed = args.seed.unwrap_or_else(rand::random);
+    // The random schedule becomes plain faults here, before any mode runs:
+    // every mode gets the same list, and the resolved scenario.yaml replays
+    // it without the seed.
+    let schedule = crate::schedule::resolve(&s, seed);
+    s.faults = schedule.faults.clone();
+    s.schedule = None;
     let run_id = format!("{}-{}-{seed}", s.name, timestamp(now_unix_s));
     let dir = args.results.join(&run_id);
-    Ok(Plan { scenario: s, source: args.file.clone(), seed, short_id: short_id(&run_id), run_id, dir })
+    Ok(Plan { scenario: s, source: args.file.clone(), seed, short_id: short_id(&run_id), run_id, dir, schedule })
 }
 
 /// One row of the summary.
@@ -246,7 +260,30 @@ pub fn render_table(modes: &[ModeSummary]) -> String {
     out
 }
 
+/// Where [`execute`]'s progress lines go instead of stderr.
+pub type ProgressSink = Box<dyn Fn(&str) + Send + Sync>;
+
+static PROGRESS_SINK: std::sync::RwLock<Option<ProgressSink>> = std::sync::RwLock::new(None);
+
+/// Sends [`execute`]'s progress lines to `sink` (`None`: stderr again). The
+/// matrix draws a progress bar on stderr, which stray lines would tear; while
+/// a sink is set the coordinator's own per-event lines are not printed (they
+/// are in each mode's history.jsonl).
+pub fn set_progress_sink(sink: Option<ProgressSink>) {
+    *PROGRESS_SINK.write().unwrap_or_else(|p| p.into_inner()) = sink;
+}
+
+fn progress_redirected() -> bool {
+    PROGRESS_SINK.read().map(|g| g.is_some()).unwrap_or(false)
+}
+
 fn progress(line: &str) {
+    if let Ok(g) = PROGRESS_SINK.read() {
+        if let Some(sink) = g.as_ref() {
+            sink(line);
+            return;
+        }
+    }
     eprintln!("sinkhole: {line}");
 }
 
@@ -288,20 +325,10 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         format!("# resolved from {} (run {}, seed {})\n{yaml}", plan.source.display(), plan.run_id, plan.seed),
     )
     .context("writing scenario.yaml")?;
+    crate::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
 
-    let dist = install::ensure(&s.cluster.kafka, &mut |l| progress(l)).map_err(|e| {
-        if e.is_bad_input() {
-            RunError::BadInput(e.into())
-        } else {
-            RunError::Failed(e.into())
-        }
-    })?;
-    let mut spec = LocalSpec::new(dist, s.cluster.brokers, plan.dir.join("cluster"));
-    spec.broker_config = broker_config(s);
-    spec.remove_dir_on_teardown = false;
-    progress(&format!("starting {} broker(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
-    let mut cluster = LocalCluster::start(spec).await.context("starting the cluster")?;
-    progress(&format!("cluster ready at {}", cluster.bootstrap()));
+    let mut cluster = start_cluster(plan).await?;
+    progress(&format!("cluster ready at {} ({} backend)", cluster.bootstrap(), cluster.backend()));
 
     let mut modes = Vec::new();
     for &mode in &s.modes {
@@ -328,7 +355,7 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         };
         modes.push(row);
     }
-    cluster.teardown();
+    cluster.teardown().await;
     let mode_dirs: Vec<PathBuf> = s.modes.iter().map(|m| plan.mode_dir(*m)).collect();
     if let Err(e) = latency::write_run_log(&plan.dir, &mode_dirs) {
         progress(&format!("latency.hlog not written: {e}"));
@@ -355,7 +382,111 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     Ok(summary)
 }
 
-async fn run_one(plan: &Plan, cluster: &mut LocalCluster, mode: SinkMode) -> anyhow::Result<ModeSummary> {
+/// Starts the scenario's cluster on its backend: local JVMs, or containers (see
+/// [`crate::cluster::containers`]); the containers' logs go to `cluster/node-<id>/server.log`.
+async fn start_cluster(plan: &Plan) -> Result<Cluster, RunError> {
+    let s = &plan.scenario;
+    match s.cluster.backend {
+        Backend::Local => {
+            let dist = install::ensure(&s.cluster.kafka, &mut |l| progress(l)).map_err(|e| {
+                if e.is_bad_input() {
+                    RunError::BadInput(e.into())
+                } else {
+                    RunError::Failed(e.into())
+                }
+            })?;
+            progress(&format!("starting {} broker(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
+            let mut spec = LocalSpec::new(dist, s.cluster.brokers, plan.dir.join("cluster"));
+            spec.broker_config = broker_config(s);
+            spec.remove_dir_on_teardown = false;
+            // Network and protocol faults act through the proxy (cluster.proxy, default: when one needs it).
+            if crate::runner::faults::needs_proxy(s) {
+                spec.proxy = Some(plan.seed);
+            }
+            if s.cluster.authorizer.is_some() {
+                // The sink's principal; the password only has to match the broker's JAAS line.
+                spec.sink_sasl = Some(SaslPlain::new(SINK_USER, &format!("sink-{}", plan.short_id)));
+            }
+            let cluster = LocalCluster::start(spec).await.context("starting the cluster")?;
+            if let Some(a) = &s.cluster.authorizer {
+                grant_sink_acls(plan, &cluster, a.two_phase_commit_acl).await.context("creating the sink's ACLs")?;
+            }
+            Ok(Cluster::Local(cluster))
+        }
+        Backend::Containers => {
+            if s.cluster.authorizer.is_some() {
+                return Err(RunError::BadInput(anyhow!(
+                    "cluster.authorizer needs the local backend (the containers backend has no SASL listener yet)"
+                )));
+            }
+            // The proxy fronts the host-facing listeners only: refuse what needs broker↔broker traffic through it.
+            if let Some(why) = s.faults.iter().find_map(crate::cluster::containers::unsupported_fault) {
+                return Err(RunError::BadInput(anyhow!(why)));
+            }
+            progress(&format!("starting {} container(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
+            let mut spec =
+                ContainersSpec::new(&s.cluster.kafka, s.cluster.brokers, plan.dir.join("cluster"), &plan.run_id);
+            spec.image = s.cluster.image.clone();
+            spec.broker_config = broker_config(s);
+            if crate::runner::faults::needs_proxy(s) {
+                spec.proxy = Some(plan.seed);
+            }
+            // The reaper is this binary's `reap-containers`: only when running as `sinkhole`.
+            spec.reaper = std::env::current_exe().ok().filter(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == "sinkhole" || n.starts_with("sinkhole-"))
+            });
+            let c = ContainersCluster::start(spec).await.context("starting the containers cluster")?;
+            progress(&format!("containers from {} on network {}", c.image, c.network));
+            Ok(Cluster::Containers(c))
+        }
+    }
+}
+
+/// The sink workers' user in ACL scenarios (`User:sink`).
+pub const SINK_USER: &str = "sink";
+
+/// What `User:sink` may do in an ACL scenario: write and describe the run's
+/// topics (`sinkhole-` prefix) and transactional ids (the run's prefix), and,
+/// only when `two_phase_commit` is set, TWO_PHASE_COMMIT on those ids (KIP-939:
+/// InitProducerId with Enable2Pc needs it). No IDEMPOTENT_WRITE on the
+/// cluster: a transactional InitProducerId is checked against the id alone,
+/// and the id-less one (at-least-once) is allowed by WRITE on any topic.
+pub fn sink_acls(tid_prefix: &str, two_phase_commit: bool) -> Vec<AclBinding> {
+    let p = format!("User:{SINK_USER}");
+    let mut v = vec![
+        AclBinding::allow_prefixed(&p, acls::resource::TOPIC, "sinkhole-", acls::op::WRITE),
+        AclBinding::allow_prefixed(&p, acls::resource::TOPIC, "sinkhole-", acls::op::DESCRIBE),
+        AclBinding::allow_prefixed(&p, acls::resource::TRANSACTIONAL_ID, tid_prefix, acls::op::WRITE),
+        AclBinding::allow_prefixed(&p, acls::resource::TRANSACTIONAL_ID, tid_prefix, acls::op::DESCRIBE),
+    ];
+    if two_phase_commit {
+        v.push(AclBinding::allow_prefixed(
+            &p,
+            acls::resource::TRANSACTIONAL_ID,
+            tid_prefix,
+            acls::op::TWO_PHASE_COMMIT,
+        ));
+    }
+    v
+}
+
+/// Creates [`sink_acls`] as the rig's super user, waits until every broker
+/// enforces them, and writes them to `acls.json` in the run directory.
+async fn grant_sink_acls(plan: &Plan, cluster: &LocalCluster, two_phase_commit: bool) -> anyhow::Result<()> {
+    // Every mode's prefix is `sinkhole-<short>-<mode>`.
+    let want = sink_acls(&format!("sinkhole-{}-", plan.short_id), two_phase_commit);
+    let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await?;
+    acls::create_acls(&mut client, &want).await?;
+    acls::await_acls(&mut client, &want, Duration::from_secs(30)).await?;
+    std::fs::write(plan.dir.join("acls.json"), serde_json::to_string_pretty(&want)? + "\n")
+        .context("writing acls.json")?;
+    for a in &want {
+        progress(&format!("ACL: {a}"));
+    }
+    Ok(())
+}
+
+async fn run_one(plan: &Plan, cluster: &mut Cluster, mode: SinkMode) -> anyhow::Result<ModeSummary> {
     let s = &plan.scenario;
     let dir = plan.mode_dir(mode);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -400,7 +531,7 @@ async fn run_one(plan: &Plan, cluster: &mut LocalCluster, mode: SinkMode) -> any
         },
         seed: plan.seed,
         // Progress goes to stderr; --json keeps stdout for the summary.
-        progress: true,
+        progress: !progress_redirected(),
     })
     .await
     .with_context(|| format!("running mode {mode}"))?;
@@ -452,8 +583,20 @@ async fn run_one(plan: &Plan, cluster: &mut LocalCluster, mode: SinkMode) -> any
 
 /// `sinkhole run`: returns the exit code (0 or 1) after printing the table.
 pub async fn run(args: RunArgs) -> Result<u8, RunError> {
+    run_on(args, None, None).await
+}
+
+/// [`run`] with the cluster's backend and image chosen on the command line
+/// (`--backend`, `--image`) instead of the scenario's.
+pub async fn run_on(args: RunArgs, backend: Option<Backend>, image: Option<String>) -> Result<u8, RunError> {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let plan = plan(&args, now)?;
+    let mut plan = plan(&args, now)?;
+    if let Some(b) = backend {
+        plan.scenario.cluster.backend = b;
+    }
+    if image.is_some() {
+        plan.scenario.cluster.image = image;
+    }
     progress(&format!(
         "run {} (seed {}; replay with --seed {}), results in {}",
         plan.run_id,

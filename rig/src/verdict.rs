@@ -2,6 +2,8 @@
 //!
 //! pass / fail / inconclusive (DESIGN.md, "verdict"), or `observed` when the
 //! scenario states no expectation. The rules, in order:
+//! 0. the scenario expects `refused`: the broker refusing the mode
+//!    (`JobOutcome::Unsupported`) passes, with its error; anything else fails;
 //! 1. the broker cannot run the mode (`JobOutcome::Unsupported`) → inconclusive,
 //!    with the broker's exact error;
 //! 2. the job failed → fail, unless the scenario expects `job-failed`;
@@ -92,6 +94,7 @@ pub fn expectation_text(e: Option<&Expectation>) -> String {
         None => "-".to_string(),
         Some(Expectation::Word(ExpectWord::Clean)) => "clean".to_string(),
         Some(Expectation::Word(ExpectWord::JobFailed)) => "job-failed".to_string(),
+        Some(Expectation::Word(ExpectWord::Refused)) => "refused".to_string(),
         Some(Expectation::Counts(m)) if m.is_empty() => "{}".to_string(),
         Some(Expectation::Counts(m)) => m
             .iter()
@@ -144,7 +147,7 @@ fn counts_text(c: &Counts) -> String {
 fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
     match e {
         Expectation::Word(ExpectWord::Clean) => CLEAN.iter().map(|k| (*k, Cmp::Eq(0))).collect(),
-        Expectation::Word(ExpectWord::JobFailed) => vec![],
+        Expectation::Word(ExpectWord::JobFailed | ExpectWord::Refused) => vec![],
         // Validation already rejected conditions that do not parse.
         Expectation::Counts(m) => m.iter().filter_map(|(k, c)| c.parse().ok().map(|cmp| (*k, cmp))).collect(),
     }
@@ -193,6 +196,23 @@ pub fn judge(
     report: Option<&CheckReport>,
 ) -> Judgement {
     let j = |outcome, expected_met, reason: String| Judgement { outcome, expected_met, reason };
+    // 0. `refused`: the broker must refuse the mode; anything else fails.
+    if matches!(expect, Some(Expectation::Word(ExpectWord::Refused))) {
+        return match job {
+            JobOutcome::Unsupported { error } => {
+                j(Outcome::Pass, Some(true), format!("the broker refused the mode, as expected: {error}"))
+            }
+            JobOutcome::Failed { reason } => j(
+                Outcome::Fail,
+                Some(false),
+                format!("expected the broker to refuse the mode, but the job failed: {reason}"),
+            ),
+            JobOutcome::Finished => {
+                let counts = report.map(|r| format!(": {}", counts_text(&r.counts))).unwrap_or_default();
+                j(Outcome::Fail, Some(false), format!("expected the broker to refuse the mode, but it ran{counts}"))
+            }
+        };
+    }
     // 1. The broker cannot run it.
     if let JobOutcome::Unsupported { error } = job {
         return j(Outcome::Inconclusive, None, format!("the broker cannot run this mode: {error}"));
@@ -416,6 +436,21 @@ mod tests {
         let j = judge(Some(&CLEAN), &job, &[], None);
         assert_eq!((j.outcome, j.expected_met), (Outcome::Inconclusive, None));
         assert!(j.reason.contains("UNSUPPORTED_VERSION (35)"));
+    }
+
+    #[test]
+    fn refused_passes_only_when_the_broker_refuses() {
+        let r = Expectation::Word(ExpectWord::Refused);
+        let error = "InitProducerId v6 Enable2Pc=true → TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53)".to_string();
+        let j = judge(Some(&r), &JobOutcome::Unsupported { error }, &[], None);
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Pass, Some(true)));
+        assert!(j.reason.contains("TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53)"), "{}", j.reason);
+        let j = judge(Some(&r), &JobOutcome::Finished, &[], Some(&report(counts(0, 0, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+        assert!(j.reason.contains("but it ran"), "{}", j.reason);
+        let j = judge(Some(&r), &JobOutcome::Failed { reason: "x".into() }, &[], None);
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+        assert_eq!(expectation_text(Some(&r)), "refused");
     }
 
     #[test]

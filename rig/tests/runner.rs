@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use sinkhole_rig::checker::{self, CheckSpec, Expected};
 use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_rig::cluster::Cluster;
 use sinkhole_rig::runner::{history, run_mode, JobOutcome, ModeRun};
 use sinkhole_rig::scenario::{
     ClusterSpec, FaultKind, FaultSpec, JobSpec, NamedTarget, Scenario, Target, TopicSpec, When,
@@ -27,7 +28,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
     let dir = common::test_dir("runner");
     let mut spec = LocalSpec::new(common::dist("4.4.0"), 1, dir.join("cluster"));
     spec.broker_config.insert("transaction.abort.timed.out.transaction.cleanup.interval.ms".into(), "500".into());
-    let mut cluster = LocalCluster::start(spec).await.expect("cluster");
+    let mut cluster = Cluster::Local(LocalCluster::start(spec).await.expect("cluster"));
     let topic = "runner-out";
     let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await.unwrap();
     client.create_topic(topic, 3, 1, &[]).await.unwrap();
@@ -61,6 +62,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
             batch_size: 16 * 1024,
             partitioning: Partitioning::RoundRobin,
             register_partitions: Default::default(),
+            force_transactions_v1: false,
         },
         modes: vec![SinkMode::Legacy],
         faults: vec![
@@ -135,6 +137,6 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
     assert_eq!(report.counts.lost, 0);
     assert_eq!(report.counts.duplicated, 0);
     assert_eq!(report.counts.unexpected, 0);
-    cluster.teardown();
+    cluster.teardown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

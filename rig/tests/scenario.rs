@@ -60,6 +60,7 @@ fn one(text: &str, line: u64, field: &str, needle: &str) -> Problem {
     assert_eq!(p.file, "bad.yaml");
     assert_eq!((p.line, p.field.as_str()), (line, field), "{p}");
     assert!(p.message.contains(needle), "{p} should say {needle:?}");
+    assert!(p.column > 0, "{p}: a column");
     assert!(p.to_string().starts_with(&format!("bad.yaml:{line}:")), "{p}");
     p
 }
@@ -301,5 +302,242 @@ fn run_refuses_a_bad_scenario_with_exit_2_and_one_line_per_problem() {
     let o = sinkhole(&["run", dir.join("missing.yaml").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.yaml: cannot read the scenario"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// Fault parameters, targets, triggers and schedules (docs/SCENARIOS.md)
+
+/// `GOOD` with its one fault (lines 17-19) replaced by `fault` (a YAML list
+/// item starting at line 17).
+fn with_fault(fault: &str) -> String {
+    let mut lines: Vec<&str> = GOOD.lines().collect();
+    lines.splice(16..19, fault.lines());
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn every_shipped_scenario_validates() {
+    let mut n = 0;
+    for e in std::fs::read_dir(scenarios_dir()).unwrap() {
+        let path = e.unwrap().path();
+        if !matches!(path.extension().and_then(|x| x.to_str()), Some("yaml" | "yml")) {
+            continue;
+        }
+        if let Err(e) = scenario::load(&path) {
+            panic!("{} does not validate:\n{}", path.display(), e.render());
+        }
+        n += 1;
+    }
+    assert!(n >= 4, "only {n} scenarios found");
+}
+
+#[test]
+fn the_new_fault_kinds_load() {
+    let t = with_fault(
+        "  - {kind: net-partition, from: [workers], to: [broker-1], direction: one-way, when: {at_ms: 1000}, duration_ms: 500}
+  - {kind: net-delay, from: [worker-1], to: [brokers], delay_ms: 200, jitter_ms: 50, when: {every_ms: 5000}, times: 2, duration_ms: 1000}
+  - {kind: net-loss, from: [workers], to: [brokers], probability: 0.2, when: {at_ms: 1000}}
+  - {kind: net-blackhole, target: txn-coordinator, when: {checkpoint_triggered: 2}, duration_ms: 800}
+  - {kind: net-reset, from: [workers], to: [broker-1], when: {commit_started: 3}}
+  - {kind: protocol-error, apis: [END_TXN, AddPartitionsToTxn], error: CONCURRENT_TRANSACTIONS, transactional_id: {subtask: 1}, nth: 2, when: {txn_opened: {subtask: 0, checkpoint: 2}}}
+  - {kind: protocol-drop, apis: [EndTxn], frames: response, when: {checkpoint_acked: {checkpoint: 3, subtask: 1}}, duration_ms: 100}
+  - {kind: protocol-delay, apis: [Produce], delay_ms: 300, probability: 0.5, when: {at_ms: 100}}
+  - {kind: protocol-error, apis: [InitProducerId], error: 15, when: {at_ms: 100}}
+  - {kind: drop-notification, target: [1], checkpoint: 3, when: {checkpoint_persisted: 3}}
+  - {kind: delay-notification, delay_ms: 2000, when: {at_ms: 3000}}
+  - {kind: decline-checkpoint, target: all, when: {checkpoint_triggered: 4}}
+  - {kind: coordinator-crash, when: {after_checkpoint_persisted: 5}}
+  - {kind: broker-kill, target: {leader: 2}, when: {at_ms: 100}, duration_ms: 1000}
+  - {kind: broker-stop, target: controller, when: {at_ms: 100}, duration_ms: 1000}
+  - {kind: broker-pause, target: {txn-coordinator: 1}, when: {at_ms: 100}, duration_ms: 1000}
+  - {kind: rolling-restart, when: {checkpoint_notified: 4}}",
+    );
+    let s = scenario::from_str(&t, "new.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(s.faults.len(), 17);
+    assert_eq!(s.faults[12].kind, FaultKind::CoordinatorCrash);
+}
+
+#[test]
+fn missing_required_parameter() {
+    let t = with_fault("  - kind: net-delay\n    from: [workers]\n    to: [brokers]\n    when: {at_ms: 1000}");
+    one(&t, 17, "faults[0].delay_ms", "net-delay needs delay_ms");
+    let t = with_fault("  - kind: net-partition\n    to: [brokers]\n    when: {at_ms: 1000}");
+    one(&t, 17, "faults[0].from", "needs from and to");
+    let t = with_fault("  - kind: protocol-drop\n    when: {at_ms: 1000}");
+    one(&t, 17, "faults[0].apis", "needs apis");
+    let t = with_fault("  - kind: protocol-error\n    apis: [EndTxn]\n    when: {at_ms: 1000}");
+    one(&t, 17, "faults[0].error", "needs error");
+    let t = with_fault("  - kind: net-loss\n    from: [workers]\n    to: [brokers]\n    when: {at_ms: 1000}");
+    one(&t, 17, "faults[0].probability", "needs probability");
+    let t = with_fault("  - kind: net-blackhole\n    when: {at_ms: 1000}");
+    one(&t, 17, "faults[0].target", "needs target");
+    let t = with_fault("  - kind: delay-notification\n    when: {at_ms: 1000}");
+    one(&t, 17, "faults[0].delay_ms", "needs delay_ms");
+}
+
+#[test]
+fn parameter_of_another_kind() {
+    let t = with_fault("  - kind: kill-workers\n    when: {at_ms: 1000}\n    delay_ms: 100");
+    let p = one(&t, 19, "faults[0].delay_ms", "kill-workers does not take delay_ms");
+    assert!(p.message.contains("net-delay, protocol-delay, delay-notification"), "names the kinds that take it: {p}");
+    let t = with_fault("  - kind: broker-kill\n    target: [1]\n    frames: request\n    when: {at_ms: 1000}");
+    one(&t, 19, "faults[0].frames", "protocol-drop, protocol-delay, protocol-error");
+    let t = with_fault("  - kind: rolling-restart\n    target: [1]\n    when: {at_ms: 1000}");
+    scenario::from_str(&with_fault("  - {kind: rolling-restart, target: all, when: {at_ms: 1}}"), "r.yaml")
+        .expect("all is every broker");
+    one(&t, 18, "faults[0].target", "rolling-restart does not take target");
+    let t = with_fault("  - kind: coordinator-crash\n    when: {after_checkpoint_persisted: 2}\n    duration_ms: 10");
+    one(&t, 19, "faults[0].duration_ms", "does not take duration_ms");
+}
+
+#[test]
+fn group_that_does_not_exist() {
+    let t = with_fault("  - kind: net-partition\n    from: [workers]\n    to: [broker-7]\n    when: {at_ms: 1000}")
+        .replace("  brokers: 1", "  brokers: 3");
+    let p = one(&t, 19, "faults[0].to[0]", "broker-7: no such broker");
+    assert!(p.message.contains("broker-1..broker-3"), "{p}");
+    let t = with_fault("  - kind: net-reset\n    from: [worker-2]\n    to: [brokers]\n    when: {at_ms: 1000}");
+    one(&t, 18, "faults[0].from[0]", "worker-2: no such worker");
+    let t = with_fault("  - kind: net-reset\n    from: [workers]\n    to: [worker-0]\n    when: {at_ms: 1000}");
+    one(&t, 19, "faults[0].to", "no broker on either side");
+}
+
+#[test]
+fn unknown_api_name() {
+    let t = with_fault("  - kind: protocol-drop\n    apis: [EndTxn, EndTransaction]\n    when: {at_ms: 1000}");
+    let p = one(&t, 18, "faults[0].apis[1]", "\"EndTransaction\" is not a Kafka API");
+    assert!(p.column > 10, "points at the second name: {p}");
+}
+
+#[test]
+fn unknown_error_name() {
+    let t =
+        with_fault("  - kind: protocol-error\n    apis: [EndTxn]\n    error: NOT_A_COORDINATOR\n    when: {at_ms: 1}");
+    one(&t, 19, "faults[0].error", "not a Kafka error name");
+    let t = with_fault("  - kind: protocol-error\n    apis: [EndTxn]\n    error: 0\n    when: {at_ms: 1}");
+    one(&t, 19, "faults[0].error", "NONE");
+}
+
+#[test]
+fn probability_out_of_range() {
+    let t = with_fault(
+        "  - kind: net-loss\n    from: [workers]\n    to: [brokers]\n    probability: 1.5\n    when: {at_ms: 1}",
+    );
+    one(&t, 20, "faults[0].probability", "(0, 1]");
+    let t = with_fault("  - kind: protocol-drop\n    apis: [Produce]\n    probability: 0\n    when: {at_ms: 1}");
+    one(&t, 19, "faults[0].probability", "(0, 1]");
+}
+
+#[test]
+fn checkpoint_zero_and_missing_subtask_in_event_triggers() {
+    let t = with_fault("  - kind: kill-workers\n    when: {checkpoint_acked: {checkpoint: 0, subtask: 1}}");
+    one(&t, 18, "faults[0].when.checkpoint_acked.checkpoint", "≥ 1");
+    let t = with_fault("  - kind: kill-workers\n    when: {checkpoint_acked: {checkpoint: 2, subtask: 2}}");
+    one(&t, 18, "faults[0].when.checkpoint_acked.subtask", "subtask 2 does not exist");
+    let t = with_fault("  - kind: kill-workers\n    when: {commit_started: 0}");
+    one(&t, 18, "faults[0].when.commit_started", "≥ 1");
+    let t = with_fault("  - kind: drop-notification\n    checkpoint: 0\n    when: {at_ms: 1}");
+    one(&t, 18, "faults[0].checkpoint", "≥ 1");
+}
+
+#[test]
+fn leader_partition_out_of_range() {
+    let t = with_fault("  - kind: broker-kill\n    target: {leader: 3}\n    when: {at_ms: 1000}");
+    one(&t, 18, "faults[0].target.leader", "partition 3, but the topic has 3 partition(s)");
+}
+
+#[test]
+fn proxy_off_with_a_network_fault() {
+    let t = with_fault("  - name: slow\n    kind: net-delay\n    from: [workers]\n    to: [brokers]\n    delay_ms: 100\n    when: {at_ms: 1}")
+        .replace("  kafka: 4.4.0\n", "  kafka: 4.4.0\n  proxy: false\n");
+    let p = one(&t, 5, "cluster.proxy", "faults[0] (slow) is a network fault");
+    assert!(p.message.contains("only the proxy"), "{p}");
+}
+
+#[test]
+fn times_without_every_ms() {
+    let t = with_fault("  - kind: kill-workers\n    when: {at_ms: 1000}\n    times: 3");
+    one(&t, 19, "faults[0].times", "every_ms");
+    let t = with_fault("  - kind: kill-workers\n    when: {every_ms: 50}");
+    one(&t, 18, "faults[0].when.every_ms", "≥ 100");
+    let t = with_fault("  - kind: pause-workers\n    when: {every_ms: 1000}\n    duration_ms: 1000");
+    one(&t, 19, "faults[0].duration_ms", "must end before it fires again");
+}
+
+#[test]
+fn schedule_end_before_start() {
+    let t = GOOD.replace("expect:", "schedule:\n  mix: workers\n  start_ms: 5000\n  end_ms: 4000\nexpect:");
+    one(&t, 23, "schedule.end_ms", "must be after start_ms");
+    let t = GOOD.replace("expect:", "schedule:\n  mix: all\n  end_ms: 9000\n  quiet_ms: [3000, 1000]\nexpect:");
+    one(&t, 23, "schedule.quiet_ms", "minimum is above the maximum");
+    let t = GOOD
+        .replace("expect:", "schedule: {mix: network, end_ms: 9000}\nexpect:")
+        .replace("  kafka: 4.4.0\n", "  kafka: 4.4.0\n  proxy: false\n");
+    one(&t, 21, "schedule.mix", "need the proxy");
+}
+
+#[test]
+fn coordinator_crash_needs_the_persist_trigger() {
+    let t = with_fault("  - kind: coordinator-crash\n    when: {at_ms: 1000}");
+    one(&t, 18, "faults[0].when", "after_checkpoint_persisted");
+}
+
+#[test]
+fn image_without_containers() {
+    let t = GOOD.replace("  kafka: 4.4.0\n", "  kafka: 4.4.0\n  image: sinkhole/kafka:4.4.0\n");
+    one(&t, 5, "cluster.image", "containers");
+    let t = GOOD.replace("  kafka: 4.4.0\n", "  kafka: 4.4.0\n  backend: containers\n  image: sinkhole/kafka:4.4.0\n");
+    scenario::from_str(&t, "c.yaml").expect("an image with the containers backend");
+}
+
+#[test]
+fn transactional_id_of_a_subtask_that_does_not_exist() {
+    let t = with_fault(
+        "  - kind: protocol-drop\n    apis: [EndTxn]\n    transactional_id: {subtask: 2}\n    when: {at_ms: 1}",
+    );
+    one(&t, 19, "faults[0].transactional_id.subtask", "subtask 2 does not exist");
+}
+
+#[test]
+fn validate_command_reports_every_file() {
+    let dir = std::env::temp_dir().join(format!("sinkhole-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.yaml");
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&good, GOOD).unwrap();
+    std::fs::write(
+        &bad,
+        with_fault(
+            "  - kind: net-delay\n    from: [workers]\n    to: [broker-7]\n    delay_ms: 10\n    when: {at_ms: 1}",
+        ),
+    )
+    .unwrap();
+
+    let o = sinkhole(&["validate", good.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out, format!("{}: ok (1 faults, modes legacy, kip939)\n", good.display()));
+
+    let o = sinkhole(&["validate", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with(": ok (1 faults, modes legacy, kip939)"), "{out}");
+    assert_eq!(
+        lines[1],
+        format!("{}:19:10: faults[0].to[0]: broker-7: no such broker (brokers are broker-1..broker-1)", bad.display())
+    );
+    // the excerpt: the line and a caret under column 10
+    assert_eq!(lines[3], "19 |     to: [broker-7]", "{out}");
+    assert_eq!(lines[4], "   |          ^", "{out}");
+
+    let o = sinkhole(&["validate", "--json", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["ok"], true);
+    assert_eq!(v[1]["ok"], false);
+    assert_eq!(v[1]["problems"][0]["field"], "faults[0].to[0]");
+    assert_eq!(v[1]["problems"][0]["line"], 19);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -135,6 +135,9 @@ impl Job {
             batch_size: 16 * 1024,
             restore: None,
             heartbeat_ms: 200,
+            register_partitions: Default::default(),
+            force_transactions_v1: false,
+            sasl: None,
         };
         Job { dir, base, workers: Vec::new(), next_checkpoint: 1, events: Vec::new(), last_acked: None, checkpoints: 0 }
     }

@@ -148,6 +148,31 @@ pub struct WorkerConfig {
     /// The checkpoint restored from, and this subtask's state in it.
     pub restore: Option<(u64, SubtaskState)>,
     pub heartbeat_ms: u64,
+    /// When the transaction's output partitions are registered with the
+    /// transaction coordinator (two-phase modes).
+    #[serde(default)]
+    pub register_partitions: PartitionRegistration,
+    /// Speak Transactions V1 even on a Transactions V2 cluster (two-phase modes).
+    #[serde(default)]
+    pub force_transactions_v1: bool,
+    /// SASL/PLAIN credentials for `bootstrap` (a `SASL_PLAINTEXT` listener),
+    /// when the cluster runs an authorizer and the sink has its own principal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sasl: Option<crate::wire::SaslPlain>,
+}
+
+/// When a transaction's output partitions are registered with the
+/// coordinator (scenario `job.register_partitions`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionRegistration {
+    /// Before a partition's first batch (Java's `TransactionManager`; under
+    /// Transactions V2 the leader adds it on Produce).
+    #[default]
+    Lazy,
+    /// Every partition of the topic in one AddPartitionsToTxn when the
+    /// transaction is opened.
+    Eager,
 }
 
 /// Coordinator → worker.
@@ -344,6 +369,16 @@ pub enum EventKind {
     Unsupported {
         what: String,
         error: String,
+    },
+    /// Requests a worker's producers sent through their retry loops since
+    /// the last barrier (API name → attempts) and the retries by error
+    /// (`API/ERROR_NAME` → count, e.g. `AddPartitionsToTxn/CONCURRENT_TRANSACTIONS`);
+    /// one event per barrier, when anything was sent.
+    RequestCounts {
+        #[serde(default)]
+        requests: std::collections::BTreeMap<String, u64>,
+        #[serde(default)]
+        retries: std::collections::BTreeMap<String, u64>,
     },
     /// A produce acknowledged: sampled for latency, not per record.
     ProduceAcked {

@@ -228,6 +228,9 @@ pub(crate) fn test_config(records: u64, rate: u64, partitions: u32, partitioning
         batch_size: 16384,
         restore: None,
         heartbeat_ms: 500,
+        register_partitions: Default::default(),
+        force_transactions_v1: false,
+        sasl: None,
     }
 }
 

@@ -12,6 +12,7 @@
 //! next one).
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
@@ -35,7 +36,7 @@ pub async fn run(config: WorkerConfig, control: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("connecting to the coordinator at {}", control.display()))?;
     let (rx, tx) = channel.into_split();
     let subtask = config.subtask;
-    let mut w = Worker { subtask, tx };
+    let mut w = Worker { subtask, tx: std::sync::Arc::new(tokio::sync::Mutex::new(tx)) };
     info!(subtask, mode = %config.mode, attempt = config.attempt, restore = ?config.restore.as_ref().map(|r| r.0), "worker starting");
     let result = w.run(config, rx).await;
     match result {
@@ -47,16 +48,18 @@ pub async fn run(config: WorkerConfig, control: &Path) -> anyhow::Result<()> {
             let text = match &e {
                 Failure::Unsupported { what, error } => {
                     let _ =
-                        w.tx.send(&FromWorker::Event {
-                            event: EventKind::Unsupported { what: what.clone(), error: error.clone() },
-                        })
-                        .await;
+                        w.tx.lock()
+                            .await
+                            .send(&FromWorker::Event {
+                                event: EventKind::Unsupported { what: what.clone(), error: error.clone() },
+                            })
+                            .await;
                     format!("unsupported by the broker: {what}: {error}")
                 }
                 Failure::Other(e) => format!("{e:#}"),
             };
             error!(subtask, error = %text, "worker failed");
-            let _ = w.tx.send(&FromWorker::Failed { subtask, error: text.clone() }).await;
+            let _ = w.tx.lock().await.send(&FromWorker::Failed { subtask, error: text.clone() }).await;
             Err(anyhow!(text))
         }
     }
@@ -90,13 +93,44 @@ impl From<SinkError> for Failure {
 
 struct Worker {
     subtask: u32,
-    tx: ChannelWriter,
+    /// Shared with the heartbeat task; one message is written whole under the lock.
+    tx: std::sync::Arc<tokio::sync::Mutex<ChannelWriter>>,
+}
+
+/// Aborts the heartbeat task when the worker's run ends, however it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Worker {
     async fn send(&mut self, msg: FromWorker) -> Result<(), Failure> {
-        self.tx.send(&msg).await?;
+        self.tx.lock().await.send(&msg).await?;
         Ok(())
+    }
+
+    /// Heartbeats on their own task, as a Flink TaskExecutor's heartbeat to
+    /// the JobManager runs apart from the task thread: a sink blocked in a
+    /// long flush or a commit whose answer never comes is not a dead worker
+    /// (the checkpoint timeout deals with it), while a SIGSTOPped or killed
+    /// process stops heartbeating at once.
+    fn spawn_heartbeats(&self, every: Duration, next_seq: std::sync::Arc<AtomicU64>) -> AbortOnDrop {
+        let tx = self.tx.clone();
+        let subtask = self.subtask;
+        AbortOnDrop(tokio::spawn(async move {
+            let mut heartbeat = tokio::time::interval(every);
+            heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            loop {
+                heartbeat.tick().await;
+                let msg = FromWorker::Heartbeat { subtask, next_seq: next_seq.load(Ordering::Relaxed) };
+                if tx.lock().await.send(&msg).await.is_err() {
+                    return;
+                }
+            }
+        }))
     }
 
     async fn forward_events(&mut self, sink: &mut AnySink) -> Result<(), Failure> {
@@ -177,8 +211,8 @@ impl Worker {
             end_sent = true;
         }
 
-        let mut heartbeat = tokio::time::interval(Duration::from_millis(config.heartbeat_ms.max(1)));
-        heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let next_seq = std::sync::Arc::new(AtomicU64::new(source.next_seq()));
+        let _heartbeats = self.spawn_heartbeats(Duration::from_millis(config.heartbeat_ms.max(1)), next_seq.clone());
         let mut poll = tokio::time::interval(Duration::from_millis(config.linger_ms.clamp(1, 100)));
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
 
@@ -238,9 +272,6 @@ impl Worker {
                         }
                     }
                 }
-                _ = heartbeat.tick() => {
-                    self.send(FromWorker::Heartbeat { subtask, next_seq: source.next_seq() }).await?;
-                }
                 _ = poll.tick() => {
                     let r = sink.poll().await;
                     self.forward_events(&mut sink).await?;
@@ -250,6 +281,7 @@ impl Worker {
                     for record in source.take(BATCH) {
                         sink.write(record).await?;
                     }
+                    next_seq.store(source.next_seq(), Ordering::Relaxed);
                     if source.exhausted() && !end_sent {
                         info!(subtask, records = config.records, "end of input");
                         self.send(FromWorker::EndOfInput { subtask }).await?;

@@ -125,9 +125,136 @@ pub fn render(me: NodeAddr, all: &[NodeAddr], data_dir: &str, overrides: &BTreeM
     out
 }
 
+/// The listener the sink workers connect to in ACL scenarios.
+pub const SINK_LISTENER: &str = "SINK";
+/// The principal every PLAINTEXT connection gets (Kafka's default principal
+/// builder without authentication): the rig's own clients, the inter-broker
+/// and the controller listeners.
+pub const RIG_PRINCIPAL: &str = "User:ANONYMOUS";
+/// The authorizer of KRaft clusters.
+pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// Adds to a rendered `server.properties` a `SASL_PLAINTEXT` listener named
+/// [`SINK_LISTENER`] on `port` whose only user is `user`/`password` (PLAIN),
+/// and turns the `StandardAuthorizer` on with [`RIG_PRINCIPAL`] as the super
+/// user. Everything else keeps working unauthenticated as that super user:
+/// inter-broker and controller traffic and the rig's tools (topic creation,
+/// the checker, the visibility tail) stay on their PLAINTEXT listeners, and
+/// only the sink workers, on the new listener, are `User:<user>` and subject
+/// to ACLs (`allow.everyone.if.no.acl.found` stays false).
+///
+/// Works on the text so it composes with whatever listeners [`render`] (or a
+/// later step) wrote: the three listener lines get the new entry appended.
+pub fn with_sink_listener(text: &str, port: u16, user: &str, password: &str) -> String {
+    let l = SINK_LISTENER;
+    let mut out = String::with_capacity(text.len() + 512);
+    for line in text.lines() {
+        let extra = if line.starts_with("listeners=") || line.starts_with("advertised.listeners=") {
+            Some(format!(",{l}://127.0.0.1:{port}"))
+        } else if line.starts_with("listener.security.protocol.map=") {
+            Some(format!(",{l}:SASL_PLAINTEXT"))
+        } else {
+            None
+        };
+        out.push_str(line);
+        if let Some(e) = extra {
+            out.push_str(&e);
+        }
+        out.push('\n');
+    }
+    let lower = l.to_ascii_lowercase();
+    let _ = writeln!(out, "# the sink's own principal ({l} listener) under an authorizer");
+    let _ = writeln!(out, "listener.name.{lower}.sasl.enabled.mechanisms=PLAIN");
+    // JAAS string escaping: the rig chooses both values (letters, digits, '-').
+    let _ = writeln!(
+        out,
+        "listener.name.{lower}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{user}=\"{password}\";"
+    );
+    let _ = writeln!(out, "authorizer.class.name={STANDARD_AUTHORIZER}");
+    let _ = writeln!(out, "super.users={RIG_PRINCIPAL}");
+    out
+}
+
+/// Points a rendered `server.properties` at the rig's proxy
+/// (`sinkhole_faults::proxy`): the PLAINTEXT listener is advertised at the
+/// node's proxy port, and the static voters (and bootstrap controllers, if
+/// set) name the controllers' proxy ports, so client, replication and Raft
+/// traffic all cross the proxy while every node binds its real ports.
+/// `real[i]` and `proxied[i]` are the same node. Other listeners (an ACL
+/// scenario's SASL listener) are left as they are.
+pub fn via_proxy(text: &str, real: &[NodeAddr], proxied: &[NodeAddr]) -> String {
+    let swap = |value: &str, broker: bool| -> String {
+        value
+            .split(',')
+            .map(|tok| {
+                for (r, p) in real.iter().zip(proxied) {
+                    let (from, to) = if broker {
+                        (
+                            format!("PLAINTEXT://127.0.0.1:{}", r.broker_port),
+                            format!("PLAINTEXT://127.0.0.1:{}", p.broker_port),
+                        )
+                    } else {
+                        (format!("127.0.0.1:{}", r.controller_port), format!("127.0.0.1:{}", p.controller_port))
+                    };
+                    // Voters are `id@host:port`; bootstrap servers `host:port`.
+                    if tok == from || tok.strip_suffix(&from).is_some_and(|id| id.ends_with('@')) {
+                        return format!("{}{to}", &tok[..tok.len() - from.len()]);
+                    }
+                }
+                tok.to_string()
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.lines() {
+        match line.split_once('=') {
+            Some((k @ "advertised.listeners", v)) => out.push_str(&format!("{k}={}", swap(v, true))),
+            Some((k @ ("controller.quorum.voters" | "controller.quorum.bootstrap.servers"), v)) => {
+                out.push_str(&format!("{k}={}", swap(v, false)))
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sink_listener_extends_the_listener_lines_and_adds_the_authorizer() {
+        let nodes = [NodeAddr { node_id: 1, broker_port: 1001, controller_port: 1002 }];
+        let text = with_sink_listener(&render(nodes[0], &nodes, "/d", &BTreeMap::new()), 1003, "sink", "pw-1");
+        assert!(
+            text.contains("\nlisteners=PLAINTEXT://127.0.0.1:1001,CONTROLLER://127.0.0.1:1002,SINK://127.0.0.1:1003\n")
+        );
+        assert!(text.contains("\nadvertised.listeners=PLAINTEXT://127.0.0.1:1001,SINK://127.0.0.1:1003\n"));
+        assert!(text
+            .contains("listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SINK:SASL_PLAINTEXT\n"));
+        assert!(text.contains("listener.name.sink.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_sink=\"pw-1\";\n"));
+        assert!(text.contains("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"));
+        assert!(text.contains("super.users=User:ANONYMOUS\n"));
+        assert!(text.contains("inter.broker.listener.name=PLAINTEXT\n"), "inter-broker stays PLAINTEXT");
+    }
+
+    #[test]
+    fn via_proxy_rewrites_advertised_listener_and_voters_only() {
+        let real = [
+            NodeAddr { node_id: 1, broker_port: 1001, controller_port: 1002 },
+            NodeAddr { node_id: 2, broker_port: 2001, controller_port: 2002 },
+        ];
+        let proxied = [
+            NodeAddr { node_id: 1, broker_port: 5001, controller_port: 5002 },
+            NodeAddr { node_id: 2, broker_port: 6001, controller_port: 6002 },
+        ];
+        let text = via_proxy(&render(real[1], &real, "/d", &BTreeMap::new()), &real, &proxied);
+        assert!(text.contains("\nlisteners=PLAINTEXT://127.0.0.1:2001,CONTROLLER://127.0.0.1:2002\n"), "{text}");
+        assert!(text.contains("\nadvertised.listeners=PLAINTEXT://127.0.0.1:6001\n"), "{text}");
+        assert!(text.contains("controller.quorum.voters=1@127.0.0.1:5002,2@127.0.0.1:6002\n"), "{text}");
+    }
 
     #[test]
     fn overrides_parse_and_bad_ones_say_why() {

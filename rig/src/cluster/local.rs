@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use sinkhole_faults::process::{ProcessId, RunState, SignalEffect, SignalError};
+use sinkhole_faults::proxy::{ListenerKind, Proxy, Route};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
+use sinkhole_workloads::wire::SaslPlain;
 
 use super::config::{self, NodeAddr};
 use super::ports::{self, PortError};
@@ -107,6 +109,19 @@ pub struct LocalSpec {
     pub ready_timeout: Duration,
     /// Remove `dir` at teardown (throwaway clusters); logs are lost with it.
     pub remove_dir_on_teardown: bool,
+    /// ACL scenarios: an authorizer, and a SASL/PLAIN listener for the sink
+    /// workers whose one user is this ([`config::with_sink_listener`]).
+    pub sink_sasl: Option<SaslPlain>,
+    /// Put the rig's Kafka-aware proxy in front of every listener, with this
+    /// seed (None: no proxy). See [`LocalCluster::proxy`].
+    pub proxy: Option<u64>,
+}
+
+/// Where the sink workers connect in ACL scenarios, and as whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkListener {
+    pub bootstrap: Vec<String>,
+    pub sasl: SaslPlain,
 }
 
 impl LocalSpec {
@@ -121,6 +136,8 @@ impl LocalSpec {
             lifetime: Lifetime::Owned,
             ready_timeout: Duration::from_secs(90),
             remove_dir_on_teardown: false,
+            sink_sasl: None,
+            proxy: None,
         }
     }
 }
@@ -134,6 +151,9 @@ pub struct LocalNode {
     /// Present when this process started the JVM (so it can reap it).
     child: Option<Child>,
     pub intent: Intent,
+    /// The proxy port clients reach the broker listener at (advertised), when
+    /// the cluster is proxied.
+    pub proxy_port: Option<u16>,
 }
 
 impl LocalNode {
@@ -141,7 +161,7 @@ impl LocalNode {
         self.dir.join("server.log")
     }
     pub fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.addr.broker_port)
+        format!("127.0.0.1:{}", self.proxy_port.unwrap_or(self.addr.broker_port))
     }
     fn config_path(&self) -> PathBuf {
         self.dir.join("server.properties")
@@ -208,6 +228,7 @@ pub struct LocalCluster {
     pub nodes: Vec<LocalNode>,
     pub remove_dir_on_teardown: bool,
     torn_down: bool,
+    proxy: Option<Proxy>,
 }
 
 /// A Kafka cluster id: 16 random bytes, base64url without padding (22
@@ -222,6 +243,55 @@ pub fn new_cluster_id() -> String {
             return id;
         }
     }
+}
+
+/// One loopback port per node for the sink listener, distinct from each
+/// other and from the nodes' own ports.
+fn sink_ports(addrs: &[NodeAddr]) -> Result<Vec<u16>, ClusterError> {
+    let mut taken: Vec<u16> = addrs.iter().flat_map(|a| [a.broker_port, a.controller_port]).collect();
+    let mut out = Vec::new();
+    let mut tries = 0;
+    while out.len() < addrs.len() {
+        tries += 1;
+        if tries > 64 {
+            return Err(ClusterError::Ports(PortError::NoneFree(
+                "the kernel kept returning ports already chosen".into(),
+            )));
+        }
+        let what = "finding a free port for the sink listener";
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(io(what))?;
+        let port = l.local_addr().map_err(io(what))?.port();
+        if !taken.contains(&port) {
+            taken.push(port);
+            out.push(port);
+        }
+    }
+    Ok(out)
+}
+
+/// The proxy's routes: per node, its broker and controller listeners, each
+/// reached at the proxy port (`proxied`) and forwarded to the real one.
+fn proxy_routes(real: &[NodeAddr], proxied: &[NodeAddr]) -> Vec<Route> {
+    let at = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    real.iter()
+        .zip(proxied)
+        .flat_map(|(r, p)| {
+            [
+                Route {
+                    node: r.node_id,
+                    kind: ListenerKind::Broker,
+                    listen: at(p.broker_port),
+                    upstream: at(r.broker_port),
+                },
+                Route {
+                    node: r.node_id,
+                    kind: ListenerKind::Controller,
+                    listen: at(p.controller_port),
+                    upstream: at(r.controller_port),
+                },
+            ]
+        })
+        .collect()
 }
 
 /// The last `lines` lines of a file (at most the last 64 KiB are read).
@@ -250,13 +320,26 @@ impl LocalCluster {
         spec.dir = std::path::absolute(&spec.dir).map_err(io(format!("resolving {}", spec.dir.display())))?;
         fs::create_dir_all(&spec.dir).map_err(io(format!("creating {}", spec.dir.display())))?;
         let cluster_id = new_cluster_id();
+        let sink_ports = if spec.sink_sasl.is_some() { sink_ports(&addrs)? } else { vec![] };
+        let proxied = match spec.proxy {
+            Some(_) => Some(ports::allocate_proxy(&addrs, &sink_ports)?),
+            None => None,
+        };
         let mut nodes = Vec::new();
         for addr in &addrs {
             let dir = spec.dir.join(format!("node-{}", addr.node_id));
             fs::create_dir_all(dir.join("logs")).map_err(io(format!("creating {}", dir.display())))?;
             let data = dir.join("data");
-            let text = config::render(*addr, &addrs, &data.to_string_lossy(), &spec.broker_config);
-            let node = LocalNode { addr: *addr, dir, process: None, child: None, intent: Intent::Stopped };
+            let mut text = config::render(*addr, &addrs, &data.to_string_lossy(), &spec.broker_config);
+            if let Some(sasl) = &spec.sink_sasl {
+                let port = sink_ports[nodes.len()];
+                text = config::with_sink_listener(&text, port, &sasl.username, &sasl.password);
+            }
+            if let Some(p) = &proxied {
+                text = config::via_proxy(&text, &addrs, p);
+            }
+            let proxy_port = proxied.as_ref().map(|p| p[nodes.len()].broker_port);
+            let node = LocalNode { addr: *addr, dir, process: None, child: None, intent: Intent::Stopped, proxy_port };
             fs::write(node.config_path(), text).map_err(io("writing server.properties"))?;
             nodes.push(node);
         }
@@ -271,7 +354,12 @@ impl LocalCluster {
             nodes,
             remove_dir_on_teardown: spec.remove_dir_on_teardown,
             torn_down: false,
+            proxy: None,
         };
+        if let (Some(p), Some(seed)) = (&proxied, spec.proxy) {
+            // Before the brokers: their first connections already cross it.
+            cluster.proxy = Some(Proxy::start(proxy_routes(&addrs, p), seed).await.map_err(io("starting the proxy"))?);
+        }
         cluster.format_all()?;
         for i in 0..cluster.nodes.len() {
             cluster.launch(i)?;
@@ -349,6 +437,38 @@ impl LocalCluster {
 
     pub fn bootstrap_list(&self) -> Vec<String> {
         self.nodes.iter().map(|n| n.bootstrap()).collect()
+    }
+
+    /// The sink's SASL listener (every node's), when the cluster was started
+    /// with [`LocalSpec::sink_sasl`]. Read back from each node's
+    /// `server.properties`, so an adopted cluster answers too.
+    pub fn sink_listener(&self) -> Option<SinkListener> {
+        let prefix = format!("{}://", config::SINK_LISTENER);
+        let jaas_user = format!("listener.name.{}.plain.sasl.jaas.config=", config::SINK_LISTENER.to_ascii_lowercase());
+        let mut bootstrap = Vec::new();
+        let mut sasl = None;
+        for n in &self.nodes {
+            let text = fs::read_to_string(n.config_path()).ok()?;
+            for line in text.lines() {
+                if let Some(v) = line.strip_prefix("listeners=") {
+                    bootstrap.extend(v.split(',').filter_map(|l| l.strip_prefix(&prefix)).map(str::to_string));
+                }
+                if let Some(v) = line.strip_prefix(&jaas_user) {
+                    // `... required user_<name>="<password>";`
+                    let (_, rest) = v.split_once(" user_")?;
+                    let (name, pw) = rest.split_once('=')?;
+                    sasl = Some(SaslPlain::new(name, pw.trim_end_matches(';').trim_matches('"')));
+                }
+            }
+        }
+        (!bootstrap.is_empty()).then_some(())?;
+        Some(SinkListener { bootstrap, sasl: sasl? })
+    }
+
+    /// The Kafka-aware proxy in front of every listener, when the spec asked
+    /// for one. It lives as long as the cluster, across node stops and kills.
+    pub fn proxy(&self) -> Option<Proxy> {
+        self.proxy.clone()
     }
 
     pub fn node_ids(&self) -> Vec<i32> {
@@ -579,6 +699,9 @@ impl LocalCluster {
             self.reap(i);
             self.nodes[i].intent = Intent::Killed;
         }
+        if let Some(p) = &self.proxy {
+            p.stop();
+        }
         if self.remove_dir_on_teardown {
             let _ = fs::remove_dir_all(&self.dir);
         }
@@ -616,6 +739,7 @@ impl LocalCluster {
                 process: r.process,
                 child: None,
                 intent: r.intent,
+                proxy_port: None,
             })
             .collect();
         LocalCluster {
@@ -629,6 +753,7 @@ impl LocalCluster {
             nodes,
             remove_dir_on_teardown: false,
             torn_down: true, // adopted clusters end only through `down`
+            proxy: None,
         }
     }
 

@@ -74,6 +74,24 @@ pub fn allocate(nodes: usize, base: Option<u16>) -> Result<Vec<NodeAddr>, PortEr
     Ok(out)
 }
 
+/// Free ports for the proxy's listeners in front of `nodes` (one for the
+/// broker listener, one for the controller listener, per node), distinct
+/// from the nodes' own ports, from `also` (other ports the nodes will bind)
+/// and from each other.
+pub fn allocate_proxy(nodes: &[NodeAddr], also: &[u16]) -> Result<Vec<NodeAddr>, PortError> {
+    let mut taken: BTreeSet<u16> = nodes.iter().flat_map(|a| [a.broker_port, a.controller_port]).collect();
+    taken.extend(also);
+    let mut out = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        let broker_port = free_port(&taken)?;
+        taken.insert(broker_port);
+        let controller_port = free_port(&taken)?;
+        taken.insert(controller_port);
+        out.push(NodeAddr { node_id: n.node_id, broker_port, controller_port });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +102,16 @@ mod tests {
         let ports: BTreeSet<u16> = addrs.iter().flat_map(|a| [a.broker_port, a.controller_port]).collect();
         assert_eq!(ports.len(), 6);
         assert_eq!(addrs.iter().map(|a| a.node_id).collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn proxy_ports_are_distinct_from_the_nodes_ports() {
+        let addrs = allocate(3, None).unwrap();
+        let proxied = allocate_proxy(&addrs, &[]).unwrap();
+        let ports: BTreeSet<u16> =
+            addrs.iter().chain(&proxied).flat_map(|a| [a.broker_port, a.controller_port]).collect();
+        assert_eq!(ports.len(), 12);
+        assert_eq!(proxied.iter().map(|a| a.node_id).collect::<Vec<_>>(), vec![1, 2, 3]);
     }
 
     #[test]

@@ -50,7 +50,8 @@ use super::workers::{LaunchSpec, Launcher};
 use super::{FaultRecord, JobOutcome, ModeOutcome};
 use crate::cluster::local::NodeAction;
 use crate::cluster::local::NodeEffect;
-use crate::scenario::{FaultKind, FaultSpec, JobSpec};
+use crate::scenario::{FaultKind, FaultSpec, JobSpec, TidSelector, When};
+use sinkhole_faults::proxy::Proxy;
 
 /// Everything the coordinator needs besides its launcher and cluster.
 #[derive(Debug, Clone)]
@@ -65,6 +66,9 @@ pub struct JobConfig {
     pub tid_prefix: String,
     pub faults: Vec<FaultSpec>,
     pub progress: bool,
+    /// Workers bootstrap from this listener with its credentials instead of
+    /// the cluster's bootstrap (ACL scenarios: the sink's own principal).
+    pub sink_listener: Option<crate::cluster::local::SinkListener>,
 }
 
 /// After a worker exits (or its connection closes) the other signal usually
@@ -84,8 +88,32 @@ type BrokerOp<'a, B> = Pin<Box<dyn Future<Output = (&'a mut B, BrokerDone)> + Se
 /// A cluster action a fault takes (or undoes).
 #[derive(Debug, Clone)]
 enum BrokerJob {
-    Fire { fault: usize, trigger: serde_json::Value, kind: FaultKind, duration: Option<u64>, target: Aim },
-    Heal { fault: usize, node: i32, action: NodeAction },
+    Fire {
+        fault: usize,
+        trigger: serde_json::Value,
+        kind: FaultKind,
+        duration: Option<u64>,
+        target: Aim,
+    },
+    Heal {
+        fault: usize,
+        node: i32,
+        action: NodeAction,
+    },
+    /// Restart every node in turn, each time waiting until no partition is
+    /// under-replicated.
+    Rolling {
+        fault: usize,
+        trigger: serde_json::Value,
+    },
+}
+
+impl BrokerJob {
+    fn fault(&self) -> usize {
+        match self {
+            BrokerJob::Fire { fault, .. } | BrokerJob::Heal { fault, .. } | BrokerJob::Rolling { fault, .. } => *fault,
+        }
+    }
 }
 
 /// A broker fault's resolved target.
@@ -97,37 +125,81 @@ enum Aim {
         subtask: u32,
         transactional_id: String,
     },
+    /// The KRaft quorum leader, looked up when the action starts.
+    Controller,
+    /// The leader of a partition, looked up when the action starts.
+    LeaderOf {
+        topic: String,
+        partition: i32,
+    },
 }
 
 struct BrokerDone {
     job: BrokerJob,
+    /// Evidence of the role the target had when it was hit (coordinator,
+    /// controller, leader), or Null for nodes named by id.
     coordinator: serde_json::Value,
     results: Vec<(i32, Result<NodeEffect, String>)>,
     error: Option<String>,
+    /// Rolling restarts: per node, the restart effect and the waits after it.
+    rolling: Vec<serde_json::Value>,
+    rolling_ok: bool,
 }
 
 fn node_action(kind: FaultKind) -> NodeAction {
     match kind {
         FaultKind::BrokerKill => NodeAction::Kill,
+        FaultKind::BrokerStop => NodeAction::Stop,
         FaultKind::BrokerPause => NodeAction::Pause,
         _ => NodeAction::Restart,
     }
 }
 
+/// How long a rolling restart waits, per node, for no under-replicated partition.
+const URP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Evidence that `node` had `role` at this moment.
+fn role_evidence(role: &str, of: &str, node: i32, found_by: &str) -> serde_json::Value {
+    let at = now_wall_ms();
+    let of_text = if of.is_empty() { String::new() } else { format!(" of {of}") };
+    let when = format!("{}.{:03}", crate::utc::Utc::from_unix(at / 1000).rfc3339().trim_end_matches('Z'), at % 1000);
+    json!({"role": role, "of": of, "node": node, "found_by": found_by, "at_wall_ms": at,
+           "statement": format!("node {node} was the {role}{of_text} at {when}Z")})
+}
+
 /// Runs one broker job to its end (a restart includes the wait until the
 /// node answers again).
 async fn run_broker_job<B: Brokers>(brokers: &mut B, job: BrokerJob) -> BrokerDone {
-    let mut done = BrokerDone { job: job.clone(), coordinator: serde_json::Value::Null, results: vec![], error: None };
+    let mut done = BrokerDone {
+        job: job.clone(),
+        coordinator: serde_json::Value::Null,
+        results: vec![],
+        error: None,
+        rolling: vec![],
+        rolling_ok: false,
+    };
     let (nodes, action) = match job {
         BrokerJob::Heal { node, action, .. } => (vec![node], action),
+        BrokerJob::Rolling { .. } => {
+            rolling_restart(brokers, &mut done).await;
+            return done;
+        }
         BrokerJob::Fire { kind, target, .. } => {
             let nodes = match target {
                 Aim::Nodes(n) => n,
                 Aim::CoordinatorOf { subtask, transactional_id } => {
                     match brokers.find_coordinator(&transactional_id).await {
                         Ok(node) => {
-                            done.coordinator = json!({"subtask": subtask, "transactional_id": transactional_id,
-                                                      "node": node, "was_coordinator": true});
+                            let mut e = role_evidence(
+                                "txn-coordinator",
+                                &transactional_id,
+                                node,
+                                "FindCoordinator (key type 1) at the moment of the fault",
+                            );
+                            e["subtask"] = json!(subtask);
+                            e["transactional_id"] = json!(transactional_id);
+                            e["was_coordinator"] = json!(true);
+                            done.coordinator = e;
                             vec![node]
                         }
                         Err(e) => {
@@ -136,6 +208,32 @@ async fn run_broker_job<B: Brokers>(brokers: &mut B, job: BrokerJob) -> BrokerDo
                         }
                     }
                 }
+                Aim::Controller => match brokers.controller().await {
+                    Ok(node) => {
+                        done.coordinator = role_evidence(
+                            "controller",
+                            "",
+                            node,
+                            "DescribeQuorum (API 55): the leader of __cluster_metadata-0",
+                        );
+                        vec![node]
+                    }
+                    Err(e) => {
+                        done.error = Some(format!("finding the controller: {e}"));
+                        return done;
+                    }
+                },
+                Aim::LeaderOf { topic, partition } => match brokers.leader_of(&topic, partition).await {
+                    Ok(node) => {
+                        done.coordinator =
+                            role_evidence("leader", &format!("{topic}-{partition}"), node, "Metadata (API 3)");
+                        vec![node]
+                    }
+                    Err(e) => {
+                        done.error = Some(format!("finding the leader of {topic}-{partition}: {e}"));
+                        return done;
+                    }
+                },
             };
             (nodes, node_action(kind))
         }
@@ -145,6 +243,68 @@ async fn run_broker_job<B: Brokers>(brokers: &mut B, job: BrokerJob) -> BrokerDo
         done.results.push((node, r));
     }
     done
+}
+
+/// Kafka's rolling restart, as its transactions system test and its upgrade
+/// notes do it: one node at a time, and the next only once the restarted
+/// node answers and no partition is under-replicated. Nodes go in id order
+/// with the active controller last, so the quorum elects a new leader once,
+/// at the end, instead of while other nodes are down.
+async fn rolling_restart<B: Brokers>(brokers: &mut B, done: &mut BrokerDone) {
+    let mut order = brokers.node_ids();
+    order.sort_unstable();
+    let controller = brokers.controller().await;
+    if let Ok(c) = controller {
+        if let Some(i) = order.iter().position(|&n| n == c) {
+            let n = order.remove(i);
+            order.push(n);
+        }
+    }
+    let mut ok = true;
+    for node in order {
+        let started = Instant::now();
+        let r = brokers.act(node, NodeAction::Restart).await;
+        let ready_ms = started.elapsed().as_millis() as u64;
+        let restarted = r.as_ref().is_ok_and(faults::node_effect_confirmed);
+        let mut entry = faults::node_effect_json(node, &r);
+        entry["ms_until_ready"] = json!(ready_ms);
+        let mut urp_last = None;
+        if restarted {
+            let waited = Instant::now();
+            loop {
+                let u = brokers.under_replicated().await;
+                let zero = matches!(u, Ok(0));
+                urp_last = Some(u.clone());
+                if zero || waited.elapsed() >= URP_TIMEOUT {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            entry["ms_until_urp_0"] = match &urp_last {
+                Some(Ok(0)) => json!(waited.elapsed().as_millis() as u64),
+                _ => serde_json::Value::Null,
+            };
+        }
+        let urp_zero = matches!(urp_last, Some(Ok(0)));
+        entry["under_replicated_last"] = match urp_last {
+            Some(Ok(n)) => json!(n),
+            Some(Err(e)) => json!({"error": e}),
+            None => serde_json::Value::Null,
+        };
+        ok &= restarted && urp_zero;
+        done.rolling.push(entry);
+        done.results.push((node, r));
+        if !restarted {
+            // A node that did not come back: going on would take a second one down.
+            done.error = Some(format!("node {node} did not come back; the rolling restart stopped there"));
+            break;
+        }
+    }
+    done.coordinator = match controller {
+        Ok(c) => json!({"controller_before": c, "order": "id order, the controller last"}),
+        Err(e) => json!({"controller_before": null, "error": e, "order": "id order"}),
+    };
+    done.rolling_ok = ok && done.error.is_none();
 }
 
 struct Inbound {
@@ -253,6 +413,33 @@ pub struct Coordinator<'a, L: Launcher, B: Brokers> {
     heals: Vec<Heal>,
     committables_dropped: u64,
     outcome: Option<JobOutcome>,
+    /// The cluster's proxy (network and protocol faults), if it has one.
+    proxy: Option<Proxy>,
+    /// Coordinator faults waiting for the notification or ack they act on.
+    armed: Vec<Armed>,
+    /// Notifications held back by delay-notification: (due, subtask, checkpoint, attempt, fault).
+    delayed: Vec<(Instant, u32, u64, u32, usize)>,
+    /// A coordinator-crash fired in this checkpoint's persist→notify window.
+    crash_in_window: Option<(usize, u64)>,
+    /// The fault whose broker job is in flight.
+    op_fault: Option<usize>,
+}
+
+/// A coordinator fault that acts on a later notification or ack.
+#[derive(Debug, Clone)]
+struct Armed {
+    fault: usize,
+    kind: FaultKind,
+    /// The checkpoint acted on (or the first later one); None: the next.
+    checkpoint: Option<u64>,
+    targets: Vec<u32>,
+    delay_ms: u64,
+}
+
+impl Armed {
+    fn applies_to(&self, id: u64) -> bool {
+        self.checkpoint.is_none_or(|c| c <= id)
+    }
 }
 
 fn now_wall_ms() -> u64 {
@@ -290,6 +477,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         let socket = socket_path(&cfg.dir, &cfg.run_id, cfg.mode);
         let (inbox_tx, inbox) = mpsc::unbounded_channel();
         let faults = cfg.faults.iter().cloned().enumerate().map(|(i, s)| FaultSlot::new(s, i)).collect();
+        let proxy = brokers.proxy();
         Ok(Coordinator {
             cfg,
             launcher,
@@ -330,6 +518,11 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
             heals: vec![],
             committables_dropped: 0,
             outcome: None,
+            proxy,
+            armed: vec![],
+            delayed: vec![],
+            crash_in_window: None,
+            op_fault: None,
         })
     }
 
@@ -448,7 +641,14 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         if let Some(b) = self.brokers.as_deref() {
             self.bootstrap = b.bootstrap();
         }
-        let bootstrap = self.bootstrap.clone();
+        let (bootstrap, sasl) = match &self.cfg.sink_listener {
+            Some(l) => (l.bootstrap.clone(), Some(l.sasl.clone())),
+            None => (self.bootstrap.clone(), None),
+        };
+        let register_partitions = match j.register_partitions {
+            crate::scenario::Registration::Lazy => sinkhole_workloads::model::PartitionRegistration::Lazy,
+            crate::scenario::Registration::Eager => sinkhole_workloads::model::PartitionRegistration::Eager,
+        };
         for s in 0..p {
             let config = WorkerConfig {
                 run_id: self.cfg.run_id.clone(),
@@ -468,6 +668,9 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 batch_size: j.batch_size,
                 restore: restore.as_ref().map(|r| (r.id, r.subtasks[s as usize].clone())),
                 heartbeat_ms,
+                register_partitions,
+                force_transactions_v1: j.force_transactions_v1,
+                sasl: sasl.clone(),
             };
             let config_path = self.cfg.dir.join("workers").join(format!("worker-{s}-attempt-{number}.json"));
             std::fs::write(&config_path, serde_json::to_vec_pretty(&config)?)
@@ -612,6 +815,14 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
             FromWorker::Heartbeat { next_seq, .. } => self.attempt.slots[i].next_seq = next_seq,
             FromWorker::Ack { id, state, .. } => {
                 let p = self.parallelism() as usize;
+                if self.pending.contains_key(&id) {
+                    let decline = self.armed.iter().position(|a| {
+                        a.kind == FaultKind::DeclineCheckpoint && a.targets.contains(&s) && a.applies_to(id)
+                    });
+                    if let Some(k) = decline {
+                        return self.decline(k, id, s);
+                    }
+                }
                 let Some(pending) = self.pending.get_mut(&id) else { return Ok(()) }; // aborted meanwhile
                 if pending.acks[i].is_some() {
                     return Ok(());
@@ -622,7 +833,8 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 self.history
                     .record_at(at, Source::Coordinator, EventKind::CheckpointAcked { id, subtask: s })
                     .context("writing the history")?;
-                if all {
+                self.on_event(Source::Coordinator, &EventKind::CheckpointAcked { id, subtask: s }).await?;
+                if all && self.pending.contains_key(&id) {
                     self.complete(id).await?;
                 }
             }
@@ -643,7 +855,12 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     EventKind::Unsupported { what, error } => Some(format!("{what} → {error}")),
                     _ => None,
                 };
+                let hook = matches!(event, EventKind::CommitStarted { .. } | EventKind::TxnOpened { .. })
+                    .then(|| event.clone());
                 self.history.record_at(at, Source::Worker { subtask: s }, event).context("writing the history")?;
+                if let Some(e) = hook {
+                    self.on_event(Source::Worker { subtask: s }, &e).await?;
+                }
                 if let Some(error) = unsupported {
                     self.progress(&format!("unsupported on this broker: {error}"));
                     self.end(JobOutcome::Unsupported { error }).await?;
@@ -764,7 +981,8 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         for s in 0..p {
             self.send(s, &ToWorker::Checkpoint { id }).await;
         }
-        Ok(())
+        // Faults waiting for this trigger act while the barriers are being taken.
+        self.on_event(Source::Coordinator, &EventKind::CheckpointTriggered { id }).await
     }
 
     fn abort(&mut self, id: u64, reason: String) -> anyhow::Result<()> {
@@ -809,26 +1027,131 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         ));
 
         // The dangerous window: complete, not yet notified.
-        let due = faults::due_after_persist(&self.cfg.faults, &self.fired(), id);
-        for f in due {
-            self.fire(f, json!({"after_checkpoint_persisted": id})).await?;
-        }
+        let persisted = EventKind::CheckpointPersisted { id, path: path.display().to_string() };
+        self.on_event(Source::Coordinator, &persisted).await?;
+        let crashed = self.crash_in_window.take().filter(|(_, c)| *c == id);
 
-        if self.phase != Phase::Running {
+        let killed = self.attempt.slots.iter().position(|s| s.killed_by_fault);
+        if self.phase != Phase::Running || killed.is_some() {
+            if let Some(s) = killed {
+                // Deterministic window: a job that is failing over notifies no one.
+                self.coord(EventKind::Note {
+                    text: format!("checkpoint {id} not notified: subtask {s} was killed before the notification"),
+                })?;
+            }
+            if let Some((f, _)) = crashed {
+                let effect = json!({"checkpoint": id, "notified": false,
+                                    "statement": format!("checkpoint {id} was persisted and never notified")});
+                self.fault_ended(f, effect)?;
+            }
             return Ok(());
         }
-        if let Some(s) = self.attempt.slots.iter().position(|s| s.killed_by_fault) {
-            // Deterministic window: a job that is failing over notifies no one.
-            return self.coord(EventKind::Note {
-                text: format!("checkpoint {id} not notified: subtask {s} was killed before the notification"),
-            });
+
+        // Notification faults armed for this checkpoint (or an earlier one
+        // that was never notified). The final checkpoint's notification is
+        // never withheld: nothing would follow to cover it.
+        let mut withheld: BTreeMap<u32, (usize, FaultKind, u64)> = BTreeMap::new();
+        let mut acting = vec![];
+        let mut k = 0;
+        while k < self.armed.len() {
+            let a = &self.armed[k];
+            let notification = matches!(a.kind, FaultKind::DropNotification | FaultKind::DelayNotification);
+            let final_drop = a.kind == FaultKind::DropNotification && self.final_id == Some(id);
+            if notification && a.applies_to(id) && !final_drop {
+                let a = self.armed.remove(k);
+                for &t in &a.targets {
+                    withheld.entry(t).or_insert((a.fault, a.kind, a.delay_ms));
+                }
+                acting.push(a);
+            } else {
+                k += 1;
+            }
         }
+        let now = Instant::now();
         for s in 0..self.attempt.slots.len() {
-            self.send(s, &ToWorker::Complete { id }).await;
+            match withheld.get(&(s as u32)) {
+                None => {
+                    self.send(s, &ToWorker::Complete { id }).await;
+                }
+                Some((_, FaultKind::DelayNotification, d)) => {
+                    let f = withheld[&(s as u32)].0;
+                    self.delayed.push((now + Duration::from_millis(*d), s as u32, id, self.attempt.number, f));
+                }
+                Some(_) => {}
+            }
         }
         self.coord(EventKind::CheckpointNotified { id })?;
+        for a in acting {
+            let hit: Vec<u32> =
+                a.targets.iter().copied().filter(|&t| (t as usize) < self.attempt.slots.len()).collect();
+            let name = self.faults[a.fault].name.clone();
+            if a.kind == FaultKind::DropNotification {
+                // Flink's CommitterOperator commits every checkpoint up to
+                // the one notified, so the next notification covers this one.
+                self.coord(EventKind::Note {
+                    text: format!("notification of checkpoint {id} withheld from subtasks {hit:?} by fault {name}"),
+                })?;
+                let missed: Vec<serde_json::Value> =
+                    hit.iter().map(|&t| json!({"subtask": t, "checkpoint": id})).collect();
+                let effect = json!({"checkpoint": id, "withheld_from": hit, "missed": missed,
+                                    "covered_by": "the next notification (commits every checkpoint up to it)"});
+                self.fault_ended_with(a.fault, effect, Some(!hit.is_empty()))?;
+            } else {
+                self.coord(EventKind::Note {
+                    text: format!(
+                        "notification of checkpoint {id} to subtasks {hit:?} held {} ms by fault {name}",
+                        a.delay_ms
+                    ),
+                })?;
+            }
+        }
+        if let Some((f, _)) = crashed {
+            // Cannot happen while the crash's kills are in place; said if it does.
+            self.fault_ended_with(f, json!({"checkpoint": id, "notified": true}), Some(false))?;
+        }
+        self.on_event(Source::Coordinator, &EventKind::CheckpointNotified { id }).await?;
         if self.final_id == Some(id) {
             self.final_complete = Some((id, Instant::now()));
+        }
+        Ok(())
+    }
+
+    /// Target subtask `s` declines checkpoint `id` (armed fault `k`): the
+    /// checkpoint is aborted, as Flink's `CheckpointCoordinator` aborts a
+    /// pending checkpoint on a task's decline message (CHECKPOINT_DECLINED).
+    /// The subtask keeps its committables; the next checkpoint carries them.
+    fn decline(&mut self, k: usize, id: u64, s: u32) -> anyhow::Result<()> {
+        let a = self.armed.remove(k);
+        let name = self.faults[a.fault].name.clone();
+        self.abort(id, format!("declined by subtask {s} (fault {name})"))?;
+        let aborted = !self.pending.contains_key(&id);
+        let effect = json!({"checkpoint": id, "declined_by": s, "aborted": aborted});
+        self.fault_ended_with(a.fault, effect, Some(aborted))
+    }
+
+    /// Sends the notifications delay-notification held back, once due.
+    async fn send_delayed_notifications(&mut self, now: Instant) -> anyhow::Result<()> {
+        if self.delayed.is_empty() {
+            return Ok(());
+        }
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.delayed).into_iter().partition(|d| d.0 <= now);
+        self.delayed = keep;
+        let mut per_fault: BTreeMap<usize, (u64, Vec<serde_json::Value>, bool)> = BTreeMap::new();
+        for (_, s, id, attempt, f) in due {
+            let same_attempt = attempt == self.attempt.number && self.phase == Phase::Running;
+            let sent = same_attempt && self.send(s as usize, &ToWorker::Complete { id }).await;
+            let e = per_fault.entry(f).or_insert((id, vec![], true));
+            e.1.push(json!({"subtask": s, "sent": sent,
+                            "why_not": (!same_attempt).then_some("the job failed over before it was due")}));
+            e.2 &= sent;
+        }
+        for (f, (id, subtasks, all)) in per_fault {
+            if self.delayed.iter().any(|d| d.4 == f) {
+                continue;
+            }
+            let d = self.faults[f].spec.delay_ms.unwrap_or(0);
+            let effect = json!({"checkpoint": id, "delay_ms": d, "late_notifications": subtasks});
+            self.fault_ended_with(f, effect, Some(all))?;
         }
         Ok(())
     }
@@ -873,9 +1196,37 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
 
         if let Some(started) = self.job_started {
             let elapsed = now.saturating_duration_since(started).as_millis() as u64;
+            // A kill or pause of workers that falls due while the job is
+            // restoring (no worker, or not all ready yet) waits until the
+            // workers are up: signalling nobody would prove nothing, and the
+            // fault would come out unconfirmed by bad luck of timing.
+            let workers_up = self.phase == Phase::Running && self.attempt.all_ready_at.is_some();
+            let waits =
+                |spec: &FaultSpec| !workers_up && matches!(spec.kind, FaultKind::KillWorkers | FaultKind::PauseWorkers);
             for f in faults::due_at(&self.cfg.faults, &self.fired(), elapsed) {
-                self.fire(f, json!({"at_ms": elapsed})).await?;
+                if waits(&self.cfg.faults[f]) {
+                    continue;
+                }
+                let mut trigger = json!({"at_ms": elapsed});
+                if let When::AtMs(t) = self.cfg.faults[f].when {
+                    if elapsed > t + 250 {
+                        trigger["deferred_from_ms"] = json!(t);
+                    }
+                }
+                self.fire(f, trigger, None).await?;
             }
+            let counts: Vec<u32> = self.faults.iter().map(|f| f.count).collect();
+            let busy: Vec<bool> =
+                (0..self.faults.len()).map(|f| self.fault_busy(f) || waits(&self.cfg.faults[f])).collect();
+            for f in faults::due_every(&self.cfg.faults, &counts, &busy, elapsed) {
+                let period = match self.faults[f].spec.when {
+                    When::EveryMs(p) => p,
+                    _ => 0,
+                };
+                let trigger = json!({"every_ms": period, "firing": counts[f] + 1, "at_ms": elapsed});
+                self.fire(f, trigger, None).await?;
+            }
+            self.send_delayed_notifications(now).await?;
         }
         let due: Vec<Heal> = {
             let (due, keep) = std::mem::take(&mut self.heals).into_iter().partition(|h| h.at.is_some_and(|t| t <= now));
@@ -982,33 +1333,54 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         self.faults.iter().map(|f| f.fired()).collect()
     }
 
-    fn fault_event(&mut self, kind: EventKind) -> anyhow::Result<()> {
-        self.record(Source::Fault, kind)
+    /// Whether fault `f`'s latest firing is still in effect (to be healed,
+    /// queued, armed or in flight): a repeated fault waits for it.
+    fn fault_busy(&self, f: usize) -> bool {
+        self.heals.iter().any(|h| h.fault == f)
+            || self.broker_queue.iter().any(|j| j.fault() == f)
+            || self.op_fault == Some(f)
+            || self.armed.iter().any(|a| a.fault == f)
+            || self.delayed.iter().any(|d| d.4 == f)
+            || self.outage.is_some_and(|(o, _, _)| o == f)
     }
 
-    fn set_record(&mut self, f: usize, confirmed: bool, effect: serde_json::Value) {
-        let slot = &mut self.faults[f];
-        slot.record =
-            Some(FaultRecord { name: slot.name.clone(), kind: slot.kind.clone(), fired: true, confirmed, effect });
+    /// Fires, right here, the one-shot faults this event triggers (recorded
+    /// by `source` just before).
+    async fn on_event(&mut self, source: Source, event: &EventKind) -> anyhow::Result<()> {
+        let due = faults::due_on_event(&self.cfg.faults, &self.fired(), event, &source);
+        for f in due {
+            let (trigger, at) = event_trigger(&source, event);
+            self.fire(f, trigger, at).await?;
+        }
+        Ok(())
+    }
+
+    fn fault_event(&mut self, kind: EventKind) -> anyhow::Result<()> {
+        self.record(Source::Fault, kind)
     }
 
     fn fault_started(&mut self, f: usize, confirmed: bool, effect: serde_json::Value) -> anyhow::Result<()> {
         let (name, fault) = (self.faults[f].name.clone(), self.faults[f].kind.clone());
         self.progress(&format!("fault {name} ({fault}) started, confirmed: {confirmed}"));
         self.fault_event(EventKind::FaultStarted { name, fault, effect: effect.clone() })?;
-        self.set_record(f, confirmed, json!({"start": effect}));
+        self.faults[f].start_firing(confirmed, effect);
         Ok(())
     }
 
     fn fault_ended(&mut self, f: usize, effect: serde_json::Value) -> anyhow::Result<()> {
+        self.fault_ended_with(f, effect, None)
+    }
+
+    /// Ends the fault's latest firing; `confirmed` settles its confirmation
+    /// when that is known only now.
+    fn fault_ended_with(&mut self, f: usize, effect: serde_json::Value, confirmed: Option<bool>) -> anyhow::Result<()> {
         let (name, fault) = (self.faults[f].name.clone(), self.faults[f].kind.clone());
-        self.progress(&format!("fault {name} ({fault}) ended"));
-        self.fault_event(EventKind::FaultEnded { name, fault, effect: effect.clone() })?;
-        if let Some(r) = self.faults[f].record.as_mut() {
-            if let Some(obj) = r.effect.as_object_mut() {
-                obj.insert("end".into(), effect);
-            }
+        match confirmed {
+            Some(c) => self.progress(&format!("fault {name} ({fault}) ended, confirmed: {c}")),
+            None => self.progress(&format!("fault {name} ({fault}) ended")),
         }
+        self.fault_event(EventKind::FaultEnded { name, fault, effect: effect.clone() })?;
+        self.faults[f].end_firing(effect, confirmed);
         Ok(())
     }
 
@@ -1018,9 +1390,15 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         self.fault_started(f, false, json!({"trigger": trigger, "error": error}))
     }
 
-    async fn fire(&mut self, f: usize, trigger: serde_json::Value) -> anyhow::Result<()> {
+    /// Fires fault `f`. `at_checkpoint` is the checkpoint of the event that
+    /// triggered it, if an event did; event-triggered broker actions run
+    /// inline (the coordinator's next step waits for them, so the window the
+    /// event opens is the one hit), time-triggered ones beside the loop.
+    async fn fire(&mut self, f: usize, trigger: serde_json::Value, at_checkpoint: Option<u64>) -> anyhow::Result<()> {
         let spec = self.faults[f].spec.clone();
         let duration = spec.duration_ms;
+        self.faults[f].count += 1;
+        let inline = !matches!(spec.when, When::AtMs(_) | When::EveryMs(_));
         match spec.kind {
             FaultKind::KillWorkers | FaultKind::PauseWorkers | FaultKind::JobOutage => {
                 let targets = if spec.kind == FaultKind::JobOutage {
@@ -1063,23 +1441,37 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     _ => self.fault_started(f, all_confirmed && !hit.is_empty(), effect)?,
                 }
             }
-            FaultKind::BrokerKill | FaultKind::BrokerRestart | FaultKind::BrokerPause => {
+            FaultKind::BrokerKill | FaultKind::BrokerStop | FaultKind::BrokerRestart | FaultKind::BrokerPause => {
                 let target = match faults::broker_target(&spec.target, &self.node_ids, self.parallelism()) {
                     Ok(BrokerTarget::Nodes(n)) => Aim::Nodes(n),
+                    // A commit_started / txn_opened trigger names a transaction: plain
+                    // `txn-coordinator` then means that transaction's coordinator (the
+                    // one the commit talks to), not the one of subtask 0's open id.
+                    Ok(BrokerTarget::CoordinatorOf(_))
+                        if matches!(spec.target, Some(crate::scenario::Target::Named(_)))
+                            && event_tid(&trigger).is_some() =>
+                    {
+                        let (subtask, tid) = event_tid(&trigger).expect("checked");
+                        Aim::CoordinatorOf { subtask, transactional_id: tid }
+                    }
                     // The id is the one open now, as the coordinator knows it.
                     Ok(BrokerTarget::CoordinatorOf(s)) => {
                         Aim::CoordinatorOf { subtask: s, transactional_id: self.current_tid(s) }
                     }
-                    Ok(other) => {
-                        return self.fault_failed(f, trigger, format!("target {other:?} is not implemented yet"))
+                    Ok(BrokerTarget::Controller) => Aim::Controller,
+                    Ok(BrokerTarget::LeaderOf(p)) => {
+                        if p >= self.cfg.partitions {
+                            let e = format!("partition {p} does not exist ({} partitions)", self.cfg.partitions);
+                            return self.fault_failed(f, trigger, e);
+                        }
+                        Aim::LeaderOf { topic: self.cfg.topic.clone(), partition: p as i32 }
                     }
                     Err(e) => return self.fault_failed(f, trigger, e),
                 };
-                let window = trigger.get("after_checkpoint_persisted").is_some();
                 let job = BrokerJob::Fire { fault: f, trigger, kind: spec.kind, duration, target };
                 self.faults[f].queued = true;
-                if window {
-                    // Inside the persist→notify window: done before the notification.
+                if inline {
+                    // Inside the event's window (e.g. persisted, not yet notified): done before the next step.
                     self.broker_job_now(job).await?;
                 } else {
                     // Beside the loop, so checkpoints and heartbeats go on meanwhile.
@@ -1087,10 +1479,140 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     self.pump_broker_jobs()?;
                 }
             }
+            FaultKind::RollingRestart => {
+                // Minutes long: always beside the loop.
+                self.faults[f].queued = true;
+                self.broker_queue.push_back(BrokerJob::Rolling { fault: f, trigger });
+                self.pump_broker_jobs()?;
+            }
+            kind if faults::is_proxy_fault(kind) => self.fire_proxy(f, trigger).await?,
+            FaultKind::DropNotification | FaultKind::DelayNotification | FaultKind::DeclineCheckpoint => {
+                let targets = match faults::worker_targets(&spec.target, self.parallelism()) {
+                    Ok(t) => t,
+                    Err(e) => return self.fault_failed(f, trigger, e),
+                };
+                let delay_ms = match (spec.kind, spec.delay_ms) {
+                    (FaultKind::DelayNotification, None) => {
+                        return self.fault_failed(f, trigger, "delay-notification needs delay_ms".into())
+                    }
+                    (_, d) => d.unwrap_or(0),
+                };
+                // The checkpoint acted on: the one named, else the trigger's,
+                // else the next one (for a decline: the next triggered).
+                let checkpoint = spec
+                    .checkpoint
+                    .or(at_checkpoint)
+                    .or_else(|| (spec.kind == FaultKind::DeclineCheckpoint).then_some(self.next_id));
+                let armed_for = match checkpoint {
+                    Some(c) => json!(c),
+                    None => json!("the next notification"),
+                };
+                let effect = json!({"trigger": trigger, "armed_for_checkpoint": armed_for, "subtasks": targets,
+                                    "delay_ms": (spec.kind == FaultKind::DelayNotification).then_some(delay_ms)});
+                // Confirmed only once it acted (a notification withheld or late, a checkpoint aborted).
+                self.fault_started(f, false, effect)?;
+                self.armed.push(Armed { fault: f, kind: spec.kind, checkpoint, targets, delay_ms });
+            }
+            FaultKind::CoordinatorCrash => {
+                // Flink's JobManager dies after the checkpoint store has the
+                // checkpoint and before notifyCheckpointComplete reaches any
+                // task; with HA the new leader restores every task from the
+                // latest completed checkpoint. Here: every worker is killed
+                // (no notification goes out, see `complete`) and the failover
+                // restores from the store.
+                let all: Vec<u32> = (0..self.parallelism()).collect();
+                let (effects, all_confirmed, hit) = self.signal_workers(f, &all, Signal::SIGKILL)?;
+                let window = matches!(spec.when, When::CheckpointPersisted(_)).then_some(at_checkpoint).flatten();
+                let effect = json!({"trigger": trigger, "attempt": self.attempt.number, "workers": effects,
+                                    "persisted_not_notified": window});
+                let confirmed = all_confirmed && hit.len() == all.len();
+                self.fault_started(f, confirmed, effect)?;
+                if let Some(id) = window {
+                    self.crash_in_window = Some((f, id));
+                }
+            }
             other => {
-                return self.fault_failed(f, trigger, format!("{} is not implemented yet", other.name()));
+                return self.fault_failed(f, trigger, format!("{} is not implemented", other.name()));
             }
         }
+        Ok(())
+    }
+
+    /// A network or protocol fault: a rule in the proxy until it is healed.
+    async fn fire_proxy(&mut self, f: usize, trigger: serde_json::Value) -> anyhow::Result<()> {
+        let spec = self.faults[f].spec.clone();
+        let Some(proxy) = self.proxy.clone() else {
+            return self.fault_failed(f, trigger, "the cluster has no proxy; set cluster.proxy".into());
+        };
+        let tid = match &spec.transactional_id {
+            None => None,
+            Some(TidSelector::Literal(t)) => Some(t.clone()),
+            // Resolved now. A trigger that names a checkpoint (its commit,
+            // persist, notification, barrier, or the transaction opened for
+            // it) means that checkpoint's transaction — the one being
+            // committed, not the one open beside it; other triggers mean the
+            // subtask's open transaction.
+            Some(TidSelector::Subtask { subtask }) if *subtask < self.parallelism() => {
+                Some(match trigger_checkpoint(&trigger) {
+                    Some(n) => sinkhole_workloads::sink::naming::transactional_id(&self.cfg.tid_prefix, *subtask, n),
+                    None => self.current_tid(*subtask),
+                })
+            }
+            Some(TidSelector::Subtask { subtask }) => {
+                let e = format!("transactional_id of subtask {subtask}: no such subtask");
+                return self.fault_failed(f, trigger, e);
+            }
+        };
+        let mut role = serde_json::Value::Null;
+        let blackholed = if spec.kind == FaultKind::NetBlackhole {
+            match faults::broker_target(&spec.target, &self.node_ids, self.parallelism()) {
+                Ok(BrokerTarget::Nodes(n)) => n,
+                Ok(other) => {
+                    // A role: looked up now, through the cluster.
+                    self.wait_broker_op().await?;
+                    let coordinator_tid = match other {
+                        BrokerTarget::CoordinatorOf(s) => self.current_tid(s),
+                        _ => String::new(),
+                    };
+                    let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
+                    let (r, name, of) = match other {
+                        BrokerTarget::Controller => (brokers.controller().await, "controller", String::new()),
+                        BrokerTarget::LeaderOf(p) => (
+                            brokers.leader_of(&self.cfg.topic, p as i32).await,
+                            "leader",
+                            format!("{}-{p}", self.cfg.topic),
+                        ),
+                        BrokerTarget::CoordinatorOf(_) => {
+                            (brokers.find_coordinator(&coordinator_tid).await, "txn-coordinator", coordinator_tid)
+                        }
+                        BrokerTarget::Nodes(_) => unreachable!(),
+                    };
+                    match r {
+                        Ok(n) => {
+                            role = role_evidence(name, &of, n, "looked up when the fault fired");
+                            vec![n]
+                        }
+                        Err(e) => return self.fault_failed(f, trigger, format!("finding the {name}: {e}")),
+                    }
+                }
+                Err(e) => return self.fault_failed(f, trigger, e),
+            }
+        } else {
+            vec![]
+        };
+        let name = self.faults[f].name.clone();
+        let rule = match faults::proxy_rule(&spec, &name, tid, &blackholed) {
+            Ok(r) => r,
+            Err(e) => return self.fault_failed(f, trigger, e),
+        };
+        let rule_json = serde_json::to_value(&rule).unwrap_or_default();
+        let id = proxy.add(rule);
+        let effect = json!({"trigger": trigger, "rule": rule_json, "rule_id": id.0, "role": role,
+                            "duration_ms": spec.duration_ms});
+        // Confirmed when healed: only a rule that acted on something did anything.
+        self.fault_started(f, false, effect)?;
+        let at = spec.duration_ms.map(|d| Instant::now() + Duration::from_millis(d));
+        self.heals.push(Heal { at, fault: f, action: HealAction::RemoveRule(id) });
         Ok(())
     }
 
@@ -1133,22 +1655,32 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
     }
 
     fn broker_job_started(&mut self, job: &BrokerJob) -> anyhow::Result<()> {
-        if let BrokerJob::Fire { fault, trigger, kind: FaultKind::BrokerRestart, target, .. } = job {
+        self.op_fault = Some(job.fault());
+        let interval = match job {
+            BrokerJob::Fire { fault, trigger, kind: FaultKind::BrokerRestart, target, .. } => {
+                let nodes = match target {
+                    Aim::Nodes(n) => json!(n),
+                    Aim::CoordinatorOf { transactional_id, .. } => json!({"coordinator_of": transactional_id}),
+                    Aim::Controller => json!("controller"),
+                    Aim::LeaderOf { topic, partition } => json!({"leader_of": format!("{topic}-{partition}")}),
+                };
+                Some((*fault, json!({"trigger": trigger, "nodes": nodes})))
+            }
+            BrokerJob::Rolling { fault, trigger } => Some((
+                *fault,
+                json!({"trigger": trigger, "nodes": self.node_ids, "order": "id order, controller last"}),
+            )),
+            _ => None,
+        };
+        if let Some((fault, effect)) = interval {
             // A restart is an interval (stop, start, ready): started now, ended when back.
-            let nodes = match target {
-                Aim::Nodes(n) => json!(n),
-                Aim::CoordinatorOf { transactional_id, .. } => json!({"coordinator_of": transactional_id}),
-            };
-            let effect = json!({"trigger": trigger, "nodes": nodes});
-            let (name, fault_kind) = (self.faults[*fault].name.clone(), self.faults[*fault].kind.clone());
-            self.progress(&format!("fault {name} ({fault_kind}) started"));
-            self.fault_event(EventKind::FaultStarted { name, fault: fault_kind, effect: effect.clone() })?;
-            self.set_record(*fault, false, json!({"start": effect}));
+            self.fault_started(fault, false, effect)?;
         }
         Ok(())
     }
 
     fn broker_job_done(&mut self, done: BrokerDone) -> anyhow::Result<()> {
+        self.op_fault = None;
         let per_node: Vec<serde_json::Value> =
             done.results.iter().map(|(n, r)| faults::node_effect_json(*n, r)).collect();
         let confirmed = done.error.is_none()
@@ -1159,20 +1691,23 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 let effect = per_node.into_iter().next().unwrap_or(serde_json::Value::Null);
                 self.fault_ended(fault, effect)
             }
+            BrokerJob::Rolling { fault, .. } => {
+                let effect = json!({"nodes": done.rolling, "controller": done.coordinator, "error": done.error,
+                                    "confirmed": done.rolling_ok});
+                self.fault_ended_with(fault, effect, Some(done.rolling_ok))
+            }
             BrokerJob::Fire { fault, trigger, kind, duration, .. } => {
+                if kind == FaultKind::BrokerRestart {
+                    let effect = json!({"nodes": per_node, "coordinator": done.coordinator, "role": done.coordinator,
+                                        "error": done.error, "confirmed": confirmed});
+                    return self.fault_ended_with(fault, effect, Some(confirmed));
+                }
                 if let Some(error) = done.error {
                     return self.fault_failed(fault, trigger, error);
                 }
-                if kind == FaultKind::BrokerRestart {
-                    if let Some(r) = self.faults[fault].record.as_mut() {
-                        r.confirmed = confirmed;
-                    }
-                    let effect = json!({"nodes": per_node, "coordinator": done.coordinator, "confirmed": confirmed});
-                    return self.fault_ended(fault, effect);
-                }
                 for (node, r) in &done.results {
                     if r.is_ok() {
-                        let action = if kind == FaultKind::BrokerKill {
+                        let action = if matches!(kind, FaultKind::BrokerKill | FaultKind::BrokerStop) {
                             HealAction::StartBroker(*node)
                         } else {
                             HealAction::ResumeBroker(*node)
@@ -1182,7 +1717,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     }
                 }
                 let effect = json!({"trigger": trigger, "nodes": per_node, "coordinator": done.coordinator,
-                                    "duration_ms": duration});
+                                    "role": done.coordinator, "duration_ms": duration});
                 self.fault_started(fault, confirmed, effect)
             }
         }
@@ -1255,6 +1790,16 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 }
                 json!({"workers": out})
             }
+            HealAction::RemoveRule(id) => {
+                let Some(proxy) = self.proxy.clone() else { return Ok(()) };
+                let stats = proxy.remove(id);
+                let acted = stats.acted();
+                let mut effect = json!({"rule_id": id.0, "stats": stats, "acted": acted});
+                if !acted {
+                    effect["why_unconfirmed"] = json!("the rule matched no frame it could act on");
+                }
+                return self.fault_ended_with(h.fault, effect, Some(acted));
+            }
             HealAction::StartBroker(node) | HealAction::ResumeBroker(node) => {
                 let action =
                     if matches!(h.action, HealAction::StartBroker(_)) { NodeAction::Start } else { NodeAction::Resume };
@@ -1305,6 +1850,20 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         if let Some((f, _, _)) = self.outage.take() {
             self.fault_ended(f, json!({"note": "the job ended during the outage"}))?;
         }
+        for a in std::mem::take(&mut self.armed) {
+            let what = match a.kind {
+                FaultKind::DeclineCheckpoint => "an ack it could decline",
+                _ => "a notification it could act on",
+            };
+            let effect =
+                json!({"not_acted": format!("the job ended before {what} (checkpoint {:?} or later)", a.checkpoint)});
+            self.fault_ended_with(a.fault, effect, Some(false))?;
+        }
+        let late: Vec<usize> = std::mem::take(&mut self.delayed).into_iter().map(|d| d.4).collect();
+        for f in late.into_iter().collect::<std::collections::BTreeSet<_>>() {
+            let effect = json!({"not_acted": "the job ended before the late notification was due"});
+            self.fault_ended_with(f, effect, Some(false))?;
+        }
         let ran_ms = self.job_started.map(|t| t.elapsed().as_millis() as u64).unwrap_or(0);
         for f in 0..self.faults.len() {
             if self.faults[f].fired() {
@@ -1342,6 +1901,53 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
     }
 }
 
+/// A trigger event as a fault's effect records it, and its checkpoint.
+fn event_trigger(source: &Source, event: &EventKind) -> (serde_json::Value, Option<u64>) {
+    let subtask = match source {
+        Source::Worker { subtask } => Some(*subtask),
+        _ => None,
+    };
+    match event {
+        EventKind::CheckpointTriggered { id } => (json!({"checkpoint_triggered": id}), Some(*id)),
+        EventKind::CheckpointAcked { id, subtask } => {
+            (json!({"checkpoint_acked": {"checkpoint": id, "subtask": subtask}}), Some(*id))
+        }
+        // The old key stays: reports and tests read it.
+        EventKind::CheckpointPersisted { id, .. } => {
+            (json!({"after_checkpoint_persisted": id, "checkpoint_persisted": id}), Some(*id))
+        }
+        EventKind::CheckpointNotified { id } => (json!({"checkpoint_notified": id}), Some(*id)),
+        EventKind::CommitStarted { transactional_id, checkpoint, restored } => (
+            json!({"commit_started": {"checkpoint": checkpoint, "subtask": subtask,
+                                      "transactional_id": transactional_id, "restored": restored}}),
+            Some(*checkpoint),
+        ),
+        EventKind::TxnOpened { transactional_id, checkpoint } => (
+            json!({"txn_opened": {"checkpoint": checkpoint, "subtask": subtask, "transactional_id": transactional_id}}),
+            Some(*checkpoint),
+        ),
+        other => (json!({"event": other}), None),
+    }
+}
+
+/// The checkpoint an event trigger names (None for time triggers).
+fn trigger_checkpoint(trigger: &serde_json::Value) -> Option<u64> {
+    ["commit_started", "txn_opened", "checkpoint_acked"]
+        .iter()
+        .find_map(|k| trigger.get(*k).and_then(|t| t.get("checkpoint")).and_then(|c| c.as_u64()))
+        .or_else(|| {
+            ["checkpoint_persisted", "checkpoint_notified", "checkpoint_triggered"]
+                .iter()
+                .find_map(|k| trigger.get(*k).and_then(|c| c.as_u64()))
+        })
+}
+
+/// The (subtask, transactional id) a commit_started or txn_opened trigger names.
+fn event_tid(trigger: &serde_json::Value) -> Option<(u32, String)> {
+    let t = trigger.get("commit_started").or_else(|| trigger.get("txn_opened"))?;
+    Some((t.get("subtask")?.as_u64()? as u32, t.get("transactional_id")?.as_str()?.to_string()))
+}
+
 /// The subtask a message says it comes from.
 fn claimed_subtask(msg: &FromWorker) -> Option<u32> {
     match msg {
@@ -1356,7 +1962,14 @@ fn claimed_subtask(msg: &FromWorker) -> Option<u32> {
 }
 
 fn is_broker_fault(kind: FaultKind) -> bool {
-    matches!(kind, FaultKind::BrokerKill | FaultKind::BrokerRestart | FaultKind::BrokerPause)
+    matches!(
+        kind,
+        FaultKind::BrokerKill
+            | FaultKind::BrokerStop
+            | FaultKind::BrokerRestart
+            | FaultKind::BrokerPause
+            | FaultKind::RollingRestart
+    )
 }
 
 /// Accepts worker connections; each gets a reader task that forwards its

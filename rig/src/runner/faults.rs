@@ -11,10 +11,12 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use sinkhole_faults::proxy::{Action, Frames, Match, PeerGroup, Rule};
+use sinkhole_workloads::model::{EventKind, Source};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 
 use crate::cluster::local::{LocalCluster, NodeAction, NodeEffect};
-use crate::scenario::{FaultKind, FaultSpec, NamedTarget, Target, When};
+use crate::scenario::{FaultKind, FaultSpec, FrameDirection, Group, NamedTarget, NetDirection, Target, When};
 
 use super::FaultRecord;
 
@@ -83,6 +85,62 @@ impl Brokers for LocalCluster {
         let mut client = Client::connect(&Brokers::bootstrap(self), config).await.map_err(|e| e.to_string())?;
         client.find_coordinator(transactional_id).await.map(|b| b.node_id).map_err(|e| e.to_string())
     }
+
+    fn proxy(&self) -> Option<sinkhole_faults::proxy::Proxy> {
+        LocalCluster::proxy(self)
+    }
+
+    /// DescribeQuorum (API 55) through any running broker, which forwards it
+    /// to the quorum: the leader it names is the active controller (the
+    /// `quorum-state` files would lag on a killed node; the quorum's own
+    /// answer does not).
+    async fn controller(&mut self) -> Result<i32, String> {
+        let mut client = fault_client(&Brokers::bootstrap(self)).await?;
+        client.describe_quorum().await.map(|q| q.leader_id).map_err(|e| format!("DescribeQuorum: {e}"))
+    }
+
+    async fn leader_of(&mut self, topic: &str, partition: i32) -> Result<i32, String> {
+        let mut client = fault_client(&Brokers::bootstrap(self)).await?;
+        let md = client.metadata(Some(&[topic.to_string()])).await.map_err(|e| format!("Metadata: {e}"))?;
+        let t = md.topic(topic).ok_or_else(|| format!("Metadata has no topic {topic}"))?;
+        if let Some(e) = t.error {
+            return Err(format!("Metadata of {topic}: {e}"));
+        }
+        let p = t
+            .partitions
+            .iter()
+            .find(|p| p.partition == partition)
+            .ok_or_else(|| format!("{topic} has no partition {partition}"))?;
+        if p.leader < 0 {
+            return Err(format!("{topic}-{partition} has no leader now"));
+        }
+        Ok(p.leader)
+    }
+
+    async fn under_replicated(&mut self) -> Result<usize, String> {
+        let mut client = fault_client(&Brokers::bootstrap(self)).await?;
+        let md = client.metadata(None).await.map_err(|e| format!("Metadata: {e}"))?;
+        Ok(under_replicated_in(&md))
+    }
+}
+
+/// A short-lived client for the rig's own lookups (not a sink worker: the
+/// proxy classifies it as `other` and never faults it).
+async fn fault_client(bootstrap: &[String]) -> Result<Client, String> {
+    let config = ClientConfig {
+        client_id: "sinkhole-faults".into(),
+        request_timeout: Duration::from_secs(5),
+        retry_deadline: Duration::from_secs(10),
+        ..ClientConfig::default()
+    };
+    Client::connect(bootstrap, config).await.map_err(|e| e.to_string())
+}
+
+/// Partitions (every topic, internal ones included) whose ISR is smaller
+/// than their replica set — Kafka's `UnderReplicatedPartitions` gauge, which
+/// its rolling-restart procedure waits to see at 0 before the next node.
+pub fn under_replicated_in(md: &sinkhole_workloads::wire::client::ClusterMetadata) -> usize {
+    md.topics.iter().flat_map(|t| t.partitions.iter()).filter(|p| p.isr.len() < p.replicas.len()).count()
 }
 
 /// A cluster with no nodes, for running the coordinator without brokers
@@ -105,6 +163,15 @@ impl Brokers for NoBrokers {
     }
     async fn find_coordinator(&mut self, transactional_id: &str) -> Result<i32, String> {
         Err(format!("no cluster: no coordinator for {transactional_id}"))
+    }
+    async fn controller(&mut self) -> Result<i32, String> {
+        Err("no cluster: no controller".into())
+    }
+    async fn leader_of(&mut self, topic: &str, partition: i32) -> Result<i32, String> {
+        Err(format!("no cluster: no leader of {topic}-{partition}"))
+    }
+    async fn under_replicated(&mut self) -> Result<usize, String> {
+        Err("no cluster: nothing to count".into())
     }
 }
 
@@ -137,14 +204,60 @@ pub fn due_at(specs: &[FaultSpec], fired: &[bool], elapsed_ms: u64) -> Vec<usize
     due.into_iter().map(|(_, i)| i).collect()
 }
 
-/// Faults triggered by checkpoint `persisted` being persisted: those waiting
-/// for it, or for an earlier id that was never persisted (aborted, or lost to a
-/// failover); the window — persisted but not yet notified — is the same.
-pub fn due_after_persist(specs: &[FaultSpec], fired: &[bool], persisted: u64) -> Vec<usize> {
+/// Faults an event triggers, in schedule order: those waiting for this event
+/// of checkpoint n, or — when n never happened (aborted, lost to a failover,
+/// declined) — for an earlier id, so "n" means "n, or the first later one".
+/// `source` is who recorded the event (worker events carry their subtask
+/// there). One-shot triggers only; `fired` marks those already fired.
+pub fn due_on_event(specs: &[FaultSpec], fired: &[bool], event: &EventKind, source: &Source) -> Vec<usize> {
     specs
         .iter()
         .enumerate()
-        .filter(|(i, s)| !fired[*i] && matches!(s.when, When::CheckpointPersisted(n) if n <= persisted))
+        .filter(|(i, s)| !fired[*i] && event_matches(&s.when, event, source))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Whether `event` (recorded by `source`) is the moment trigger `when` waits for.
+pub fn event_matches(when: &When, event: &EventKind, source: &Source) -> bool {
+    match (*when, event, source) {
+        (When::CheckpointTriggered(n), EventKind::CheckpointTriggered { id }, Source::Coordinator) => n <= *id,
+        (
+            When::CheckpointAcked { checkpoint, subtask },
+            EventKind::CheckpointAcked { id, subtask: s },
+            Source::Coordinator,
+        ) => subtask == *s && checkpoint <= *id,
+        (When::CheckpointPersisted(n), EventKind::CheckpointPersisted { id, .. }, Source::Coordinator) => n <= *id,
+        (When::CheckpointNotified(n), EventKind::CheckpointNotified { id }, Source::Coordinator) => n <= *id,
+        // The first commit of checkpoint n by any worker (live or restored).
+        (When::CommitStarted(n), EventKind::CommitStarted { checkpoint, .. }, Source::Worker { .. }) => {
+            n <= *checkpoint
+        }
+        (
+            When::TxnOpened { subtask, checkpoint },
+            EventKind::TxnOpened { checkpoint: c, .. },
+            Source::Worker { subtask: s },
+        ) => subtask == *s && checkpoint.is_none_or(|n| n <= *c),
+        _ => false,
+    }
+}
+
+/// `every_ms` faults due `elapsed_ms` after the job first started: firing
+/// k (1-based) is due at k × period. `count[i]` firings happened so far;
+/// a fault whose last firing is still in effect (`busy`) waits for its heal
+/// (a pause is not stacked on a pause), then fires at once if overdue.
+pub fn due_every(specs: &[FaultSpec], count: &[u32], busy: &[bool], elapsed_ms: u64) -> Vec<usize> {
+    specs
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| match s.when {
+            When::EveryMs(p) if p > 0 => {
+                !busy[*i]
+                    && s.times.is_none_or(|t| count[*i] < t)
+                    && (u64::from(count[*i]) + 1).saturating_mul(p) <= elapsed_ms
+            }
+            _ => false,
+        })
         .map(|(i, _)| i)
         .collect()
 }
@@ -153,12 +266,33 @@ pub fn due_after_persist(specs: &[FaultSpec], fired: &[bool], persisted: u64) ->
 pub fn skipped_reason(spec: &FaultSpec, latest_persisted: Option<u64>, job_ran_ms: u64) -> String {
     match spec.when {
         When::AtMs(t) => format!("the job ended after {job_ran_ms} ms, before at_ms {t}"),
+        When::EveryMs(p) => format!("the job ended after {job_ran_ms} ms, before the first period of every_ms {p}"),
         When::CheckpointPersisted(n) => match latest_persisted {
             Some(l) => format!("the job ended before checkpoint {n} was persisted (the last was {l})"),
             None => format!("the job ended before checkpoint {n} was persisted (none was)"),
         },
-        other => format!("the job ended before its trigger {other:?} happened"),
+        When::CheckpointTriggered(n) => format!("the job ended before checkpoint {n} was triggered"),
+        When::CheckpointAcked { checkpoint, subtask } => {
+            format!("the job ended before subtask {subtask} acked checkpoint {checkpoint}")
+        }
+        When::CheckpointNotified(n) => format!("the job ended before checkpoint {n} was notified"),
+        When::CommitStarted(n) => format!("the job ended before any worker started committing checkpoint {n}"),
+        When::TxnOpened { subtask, checkpoint: Some(n) } => {
+            format!("the job ended before subtask {subtask} opened the transaction of checkpoint {n}")
+        }
+        When::TxnOpened { subtask, checkpoint: None } => {
+            format!("the job ended before subtask {subtask} opened a transaction")
+        }
     }
+}
+
+/// A trigger as it is recorded in a fault's effect.
+pub fn trigger_json(when: &When, event: Option<&EventKind>) -> serde_json::Value {
+    let mut t = serde_json::to_value(when).unwrap_or(serde_json::Value::Null);
+    if let (Some(obj), Some(e)) = (t.as_object_mut(), event) {
+        obj.insert("event".into(), serde_json::to_value(e).unwrap_or_default());
+    }
+    t
 }
 
 /// Which subtasks a worker fault acts on.
@@ -222,6 +356,128 @@ pub fn broker_target(target: &Option<Target>, nodes: &[i32], parallelism: u32) -
     }
 }
 
+/// Whether a fault kind goes through the proxy.
+pub fn is_proxy_fault(kind: FaultKind) -> bool {
+    matches!(
+        kind,
+        FaultKind::NetPartition
+            | FaultKind::NetBlackhole
+            | FaultKind::NetReset
+            | FaultKind::NetDelay
+            | FaultKind::NetLoss
+            | FaultKind::ProtocolDrop
+            | FaultKind::ProtocolDelay
+            | FaultKind::ProtocolError
+    )
+}
+
+/// Whether the scenario's cluster gets the proxy: `cluster.proxy` when set,
+/// else exactly when a fault (explicit, or from the resolved random
+/// schedule, which is in `faults` by then) is a network or protocol fault.
+pub fn needs_proxy(s: &crate::scenario::Scenario) -> bool {
+    s.cluster.proxy.unwrap_or_else(|| {
+        s.faults.iter().any(|f| is_proxy_fault(f.kind))
+            || s.schedule.as_ref().is_some_and(|r| {
+                matches!(
+                    r.mix,
+                    crate::scenario::Mix::Network | crate::scenario::Mix::Protocol | crate::scenario::Mix::All
+                )
+            })
+    })
+}
+
+pub fn peer_group(g: Group) -> PeerGroup {
+    match g {
+        Group::Workers => PeerGroup::Workers,
+        Group::Worker(n) => PeerGroup::Worker(n),
+        Group::Brokers => PeerGroup::Brokers,
+        Group::Broker(n) => PeerGroup::Broker(n),
+    }
+}
+
+/// The proxy rule a network or protocol fault installs. `transactional_id`
+/// is the resolved id (a `{subtask: S}` selector resolved by the caller at
+/// the moment of firing); `blackholed` the resolved target nodes of a
+/// `net-blackhole`.
+///
+/// Network faults act on whole Kafka frames between two groups, as Jepsen's
+/// partition nemeses cut links between node sets: a partition or blackhole
+/// drops frames (connections hang, as an iptables DROP makes them), a reset
+/// sends RST, delay holds frames, loss drops each frame with a probability.
+pub fn proxy_rule(
+    spec: &FaultSpec,
+    name: &str,
+    transactional_id: Option<String>,
+    blackholed: &[i32],
+) -> Result<Rule, String> {
+    let groups = |g: &Option<Vec<Group>>| g.iter().flatten().copied().map(peer_group).collect::<Vec<_>>();
+    let one_way = spec.direction == Some(NetDirection::OneWay);
+    let mut m = Match {
+        from: groups(&spec.from),
+        to: groups(&spec.to),
+        both_ways: !one_way,
+        one_way,
+        probability: spec.probability,
+        ..Match::default()
+    };
+    let delay = || -> Result<Action, String> {
+        let delay_ms = spec.delay_ms.ok_or_else(|| format!("{} needs delay_ms", spec.kind.name()))?;
+        Ok(Action::Delay { delay_ms, jitter_ms: spec.jitter_ms.unwrap_or(0) })
+    };
+    let action = match spec.kind {
+        FaultKind::NetPartition => {
+            if m.from.is_empty() || m.to.is_empty() {
+                return Err("net-partition needs both from and to groups".into());
+            }
+            Action::Drop
+        }
+        FaultKind::NetBlackhole => {
+            if blackholed.is_empty() {
+                return Err("net-blackhole: no target node".into());
+            }
+            // Everyone to those nodes, and their answers and own connections back.
+            m.from = vec![];
+            m.to = blackholed.iter().map(|&n| PeerGroup::Broker(n)).collect();
+            m.both_ways = true;
+            m.one_way = false;
+            Action::Drop
+        }
+        FaultKind::NetReset => Action::Reset,
+        FaultKind::NetDelay => delay()?,
+        FaultKind::NetLoss => {
+            match spec.probability {
+                Some(p) if p > 0.0 && p <= 1.0 => {}
+                other => return Err(format!("net-loss needs a probability in (0, 1], got {other:?}")),
+            }
+            Action::Drop
+        }
+        FaultKind::ProtocolDrop | FaultKind::ProtocolDelay | FaultKind::ProtocolError => {
+            m.api_keys = spec
+                .apis
+                .iter()
+                .flatten()
+                .map(|a| crate::kafka_names::api_key(a).ok_or_else(|| format!("{a:?} is not a Kafka API name")))
+                .collect::<Result<_, _>>()?;
+            m.frames = Some(match spec.frames.unwrap_or(FrameDirection::Request) {
+                FrameDirection::Request => Frames::Request,
+                FrameDirection::Response => Frames::Response,
+            });
+            m.transactional_id = transactional_id;
+            m.nth = spec.nth;
+            match spec.kind {
+                FaultKind::ProtocolDrop => Action::Drop,
+                FaultKind::ProtocolDelay => delay()?,
+                _ => {
+                    let e = spec.error.as_ref().ok_or("protocol-error needs error (a Kafka error name or code)")?;
+                    Action::Error { code: crate::kafka_names::error_code(e)? }
+                }
+            }
+        }
+        other => return Err(format!("{} is not a network or protocol fault", other.name())),
+    };
+    Ok(Rule { name: name.to_string(), matches: m, action })
+}
+
 /// Whether every signal of a node action was seen to take effect and, for
 /// starts, the node answered again.
 pub fn node_effect_confirmed(e: &NodeEffect) -> bool {
@@ -242,6 +498,16 @@ pub enum HealAction {
     ResumeWorkers(Vec<(u32, u32)>),
     StartBroker(i32),
     ResumeBroker(i32),
+    /// Remove a proxy rule (the network heals; held frames are released).
+    RemoveRule(sinkhole_faults::proxy::RuleId),
+}
+
+/// One firing of a fault: what it did when it started, and when it ended.
+#[derive(Debug, Clone)]
+pub struct Firing {
+    pub start: serde_json::Value,
+    pub end: Option<serde_json::Value>,
+    pub confirmed: bool,
 }
 
 /// One scheduled fault and what became of it.
@@ -253,15 +519,77 @@ pub struct FaultSlot {
     pub record: Option<FaultRecord>,
     /// Its action was queued (a broker action waiting for the one in flight).
     pub queued: bool,
+    /// Times it was fired (an `every_ms` fault fires more than once).
+    pub count: u32,
+    /// Every firing, in order (each is a FaultStarted/FaultEnded pair).
+    pub firings: Vec<Firing>,
 }
 
 impl FaultSlot {
     pub fn new(spec: FaultSpec, index: usize) -> FaultSlot {
-        FaultSlot { name: fault_name(&spec, index), kind: kind_name(spec.kind), spec, record: None, queued: false }
+        FaultSlot {
+            name: fault_name(&spec, index),
+            kind: kind_name(spec.kind),
+            spec,
+            record: None,
+            queued: false,
+            count: 0,
+            firings: vec![],
+        }
     }
 
     pub fn fired(&self) -> bool {
-        self.record.is_some() || self.queued
+        self.record.is_some() || self.queued || self.count > 0
+    }
+
+    pub fn repeats(&self) -> bool {
+        matches!(self.spec.when, When::EveryMs(_))
+    }
+
+    pub fn start_firing(&mut self, confirmed: bool, effect: serde_json::Value) {
+        self.firings.push(Firing { start: effect, end: None, confirmed });
+        self.refresh();
+    }
+
+    /// Ends the latest firing; `confirmed` replaces its confirmation when the
+    /// effect is known only at the end (a proxy rule's stats, a notification
+    /// that was withheld or sent late).
+    pub fn end_firing(&mut self, effect: serde_json::Value, confirmed: Option<bool>) {
+        if let Some(f) = self.firings.last_mut() {
+            f.end = Some(effect);
+            if let Some(c) = confirmed {
+                f.confirmed = c;
+            }
+        }
+        self.refresh();
+    }
+
+    pub fn set_confirmed(&mut self, confirmed: bool) {
+        if let Some(f) = self.firings.last_mut() {
+            f.confirmed = confirmed;
+        }
+        self.refresh();
+    }
+
+    /// The record: confirmed only when every firing was; the effect keeps the
+    /// first firing's `start` and the last one's `end`, and — for repeated
+    /// faults — every firing under `firings`.
+    fn refresh(&mut self) {
+        let Some(first) = self.firings.first() else { return };
+        let confirmed = self.firings.iter().all(|f| f.confirmed);
+        let mut effect = json!({"start": first.start});
+        if let Some(end) = self.firings.last().and_then(|f| f.end.clone()) {
+            effect["end"] = end;
+        }
+        if self.repeats() {
+            effect["firings"] = self
+                .firings
+                .iter()
+                .map(|f| json!({"start": f.start, "end": f.end, "confirmed": f.confirmed}))
+                .collect();
+        }
+        self.record =
+            Some(FaultRecord { name: self.name.clone(), kind: self.kind.clone(), fired: true, confirmed, effect });
     }
 }
 
@@ -298,6 +626,10 @@ mod tests {
         assert_eq!(due_at(&specs, &fired, 10_000), vec![0, 3]);
     }
 
+    fn persisted(id: u64) -> EventKind {
+        EventKind::CheckpointPersisted { id, path: format!("chk-{id}.json") }
+    }
+
     #[test]
     fn persist_triggers_fire_at_their_checkpoint_or_the_first_persisted_after_it() {
         let specs = vec![
@@ -305,17 +637,193 @@ mod tests {
             spec(FaultKind::BrokerKill, When::CheckpointPersisted(1)),
             spec(FaultKind::JobOutage, When::AtMs(0)),
         ];
+        let c = Source::Coordinator;
         let mut fired = vec![false; 3];
-        assert_eq!(due_after_persist(&specs, &fired, 1), vec![1]);
+        assert_eq!(due_on_event(&specs, &fired, &persisted(1), &c), vec![1]);
         fired[1] = true;
-        assert!(due_after_persist(&specs, &fired, 2).is_empty());
-        assert_eq!(due_after_persist(&specs, &fired, 3), vec![0]);
+        assert!(due_on_event(&specs, &fired, &persisted(2), &c).is_empty());
+        assert_eq!(due_on_event(&specs, &fired, &persisted(3), &c), vec![0]);
         // Checkpoint 3 was aborted; 4 is the first persisted after it.
-        assert_eq!(due_after_persist(&specs, &fired, 4), vec![0]);
+        assert_eq!(due_on_event(&specs, &fired, &persisted(4), &c), vec![0]);
         fired[0] = true;
-        assert!(due_after_persist(&specs, &fired, 9).is_empty());
+        assert!(due_on_event(&specs, &fired, &persisted(9), &c).is_empty());
         let r = skipped_reason(&specs[0], Some(2), 1000);
         assert!(r.contains("checkpoint 3") && r.contains("last was 2"), "{r}");
+    }
+
+    #[test]
+    fn each_event_trigger_matches_its_own_event_and_source_only() {
+        let specs = vec![
+            spec(FaultKind::BrokerKill, When::CheckpointTriggered(2)),
+            spec(FaultKind::BrokerKill, When::CheckpointAcked { checkpoint: 2, subtask: 1 }),
+            spec(FaultKind::BrokerKill, When::CheckpointNotified(2)),
+            spec(FaultKind::BrokerKill, When::CommitStarted(2)),
+            spec(FaultKind::BrokerKill, When::TxnOpened { subtask: 1, checkpoint: Some(3) }),
+            spec(FaultKind::BrokerKill, When::TxnOpened { subtask: 0, checkpoint: None }),
+        ];
+        let fired = vec![false; specs.len()];
+        let c = Source::Coordinator;
+        let w = |s| Source::Worker { subtask: s };
+        let due = |e: EventKind, src: &Source| due_on_event(&specs, &fired, &e, src);
+        // Triggered: 1 is too early, 2 matches, a later one matches too (2 never happened).
+        assert!(due(EventKind::CheckpointTriggered { id: 1 }, &c).is_empty());
+        assert_eq!(due(EventKind::CheckpointTriggered { id: 2 }, &c), vec![0]);
+        assert_eq!(due(EventKind::CheckpointTriggered { id: 5 }, &c), vec![0]);
+        // Acked: the subtask must be the one named.
+        assert!(due(EventKind::CheckpointAcked { id: 2, subtask: 0 }, &c).is_empty());
+        assert_eq!(due(EventKind::CheckpointAcked { id: 2, subtask: 1 }, &c), vec![1]);
+        assert_eq!(due(EventKind::CheckpointNotified { id: 2 }, &c), vec![2]);
+        assert!(due(EventKind::CheckpointNotified { id: 1 }, &c).is_empty());
+        // Commit started: any worker, checkpoint ≥ 2; a coordinator event of that shape is not one.
+        let commit =
+            |n| EventKind::CommitStarted { transactional_id: format!("p-0-{n}"), checkpoint: n, restored: false };
+        assert!(due(commit(1), &w(0)).is_empty());
+        assert_eq!(due(commit(2), &w(1)), vec![3]);
+        assert!(due(commit(2), &c).is_empty());
+        // Txn opened: the subtask's own event; with and without a checkpoint.
+        let opened = |n| EventKind::TxnOpened { transactional_id: format!("p-x-{n}"), checkpoint: n };
+        assert!(due(opened(3), &w(2)).is_empty());
+        assert!(due(opened(2), &w(1)).is_empty());
+        assert_eq!(due(opened(3), &w(1)), vec![4]);
+        assert_eq!(due(opened(1), &w(0)), vec![5]);
+        // Persisted triggers none of them.
+        assert!(due(persisted(9), &c).is_empty());
+        for s in &specs {
+            assert!(skipped_reason(s, None, 10).starts_with("the job ended before"), "{:?}", s.when);
+        }
+    }
+
+    #[test]
+    fn every_ms_fires_once_per_period_up_to_times_and_waits_while_busy() {
+        let mut s = spec(FaultKind::PauseWorkers, When::EveryMs(1_000));
+        s.times = Some(2);
+        let specs =
+            vec![s, spec(FaultKind::KillWorkers, When::EveryMs(300)), spec(FaultKind::KillWorkers, When::AtMs(0))];
+        let idle = [false; 3];
+        assert!(due_every(&specs, &[0, 0, 0], &idle, 299).is_empty());
+        assert_eq!(due_every(&specs, &[0, 0, 0], &idle, 300), vec![1]);
+        assert!(due_every(&specs, &[0, 1, 0], &idle, 599).is_empty());
+        assert_eq!(due_every(&specs, &[0, 1, 0], &idle, 1_000), vec![0, 1]);
+        // Still paused from the first firing: the second waits, then fires late.
+        assert_eq!(due_every(&specs, &[1, 5, 0], &[true, false, false], 2_000), vec![1]);
+        assert_eq!(due_every(&specs, &[1, 8, 0], &idle, 2_500), vec![0]);
+        // `times` reached: never again; without `times`, until the job ends.
+        assert!(due_every(&specs, &[2, 100, 0], &idle, 30_001).iter().all(|&i| i == 1));
+        assert_eq!(due_every(&specs, &[2, 100, 0], &idle, 30_300), vec![1]);
+    }
+
+    #[test]
+    fn a_repeated_fault_keeps_every_firing_and_is_confirmed_only_if_all_were() {
+        let mut slot = FaultSlot::new(spec(FaultKind::PauseWorkers, When::EveryMs(100)), 0);
+        assert!(!slot.fired());
+        slot.count += 1;
+        slot.start_firing(true, json!({"n": 1}));
+        slot.end_firing(json!({"resumed": 1}), None);
+        slot.count += 1;
+        slot.start_firing(true, json!({"n": 2}));
+        let r = slot.record.clone().unwrap();
+        assert!(r.fired && r.confirmed);
+        assert_eq!(r.effect["start"]["n"], 1);
+        assert_eq!(r.effect["firings"].as_array().unwrap().len(), 2);
+        assert_eq!(r.effect["firings"][0]["end"]["resumed"], 1);
+        slot.end_firing(json!({"gone": true}), Some(false));
+        let r = slot.record.clone().unwrap();
+        assert!(!r.confirmed, "one unconfirmed firing makes the fault unconfirmed");
+        assert_eq!(r.effect["end"]["gone"], true);
+        assert_eq!(r.effect["firings"][1]["confirmed"], false);
+        // A one-shot fault keeps the old shape: start and end only.
+        let mut one = FaultSlot::new(spec(FaultKind::BrokerKill, When::AtMs(1)), 1);
+        one.start_firing(true, json!({"a": 1}));
+        one.end_firing(json!({"b": 2}), None);
+        let r = one.record.unwrap();
+        assert!(r.confirmed && r.effect.get("firings").is_none());
+        assert_eq!(r.effect, json!({"start": {"a": 1}, "end": {"b": 2}}));
+    }
+
+    #[test]
+    fn network_faults_map_to_proxy_rules() {
+        use crate::scenario::ErrorName;
+        let mut p = spec(FaultKind::NetPartition, When::AtMs(0));
+        p.from = Some(vec![Group::Workers]);
+        p.to = Some(vec![Group::Broker(1), Group::Broker(2)]);
+        let r = proxy_rule(&p, "cut", None, &[]).unwrap();
+        assert_eq!(r.name, "cut");
+        assert_eq!(r.action, Action::Drop);
+        assert_eq!(r.matches.from, vec![PeerGroup::Workers]);
+        assert_eq!(r.matches.to, vec![PeerGroup::Broker(1), PeerGroup::Broker(2)]);
+        assert!(r.matches.both_ways && !r.matches.one_way);
+        p.direction = Some(NetDirection::OneWay);
+        let r = proxy_rule(&p, "cut", None, &[]).unwrap();
+        assert!(!r.matches.both_ways && r.matches.one_way);
+        p.to = None;
+        assert!(proxy_rule(&p, "cut", None, &[]).unwrap_err().contains("from and to"));
+
+        let b = spec(FaultKind::NetBlackhole, When::AtMs(0));
+        let r = proxy_rule(&b, "bh", None, &[2]).unwrap();
+        assert!(r.matches.from.is_empty() && r.matches.both_ways);
+        assert_eq!(r.matches.to, vec![PeerGroup::Broker(2)]);
+        assert!(proxy_rule(&b, "bh", None, &[]).is_err());
+
+        let r = proxy_rule(&spec(FaultKind::NetReset, When::AtMs(0)), "rst", None, &[]).unwrap();
+        assert_eq!(r.action, Action::Reset);
+        let mut d = spec(FaultKind::NetDelay, When::AtMs(0));
+        assert!(proxy_rule(&d, "d", None, &[]).unwrap_err().contains("delay_ms"));
+        d.delay_ms = Some(200);
+        d.jitter_ms = Some(50);
+        assert_eq!(proxy_rule(&d, "d", None, &[]).unwrap().action, Action::Delay { delay_ms: 200, jitter_ms: 50 });
+        let mut l = spec(FaultKind::NetLoss, When::AtMs(0));
+        assert!(proxy_rule(&l, "l", None, &[]).is_err());
+        l.probability = Some(0.25);
+        let r = proxy_rule(&l, "l", None, &[]).unwrap();
+        assert_eq!((r.action, r.matches.probability), (Action::Drop, Some(0.25)));
+
+        // Protocol: API keys by name, frames, error codes, the resolved id, nth.
+        let mut e = spec(FaultKind::ProtocolError, When::AtMs(0));
+        e.apis = Some(vec!["EndTxn".into(), "INIT_PRODUCER_ID".into()]);
+        e.frames = Some(FrameDirection::Response);
+        e.error = Some(ErrorName::Name("COORDINATOR_NOT_AVAILABLE".into()));
+        e.nth = Some(2);
+        let r = proxy_rule(&e, "err", Some("p-0-3".into()), &[]).unwrap();
+        assert_eq!(r.matches.api_keys, vec![26, 22]);
+        assert_eq!(r.matches.frames, Some(Frames::Response));
+        assert_eq!(r.matches.transactional_id.as_deref(), Some("p-0-3"));
+        assert_eq!(r.matches.nth, Some(2));
+        assert_eq!(r.action, Action::Error { code: 15 });
+        e.apis = Some(vec!["NoSuchApi".into()]);
+        assert!(proxy_rule(&e, "err", None, &[]).unwrap_err().contains("NoSuchApi"));
+        let mut dr = spec(FaultKind::ProtocolDrop, When::AtMs(0));
+        dr.apis = Some(vec!["Produce".into()]);
+        let r = proxy_rule(&dr, "drop", None, &[]).unwrap();
+        assert_eq!((r.action, r.matches.api_keys, r.matches.frames), (Action::Drop, vec![0], Some(Frames::Request)));
+        assert!(proxy_rule(&spec(FaultKind::BrokerKill, When::AtMs(0)), "x", None, &[]).is_err());
+    }
+
+    #[test]
+    fn under_replicated_counts_partitions_with_a_short_isr_in_every_topic() {
+        use sinkhole_workloads::wire::client::{ClusterMetadata, PartitionInfo, TopicInfo};
+        let part = |partition, replicas: Vec<i32>, isr: Vec<i32>| PartitionInfo {
+            partition,
+            leader: isr.first().copied().unwrap_or(-1),
+            replicas,
+            isr,
+            error: None,
+        };
+        let md = ClusterMetadata {
+            topics: vec![
+                TopicInfo {
+                    name: "out".into(),
+                    error: None,
+                    partitions: vec![part(0, vec![1, 2, 3], vec![1, 2, 3]), part(1, vec![1, 2, 3], vec![2, 3])],
+                },
+                TopicInfo {
+                    name: "__transaction_state".into(),
+                    error: None,
+                    partitions: vec![part(0, vec![1, 2], vec![])],
+                },
+            ],
+            ..ClusterMetadata::default()
+        };
+        assert_eq!(under_replicated_in(&md), 2);
     }
 
     #[test]

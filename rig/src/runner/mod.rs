@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
 
-use crate::cluster::local::LocalCluster;
+use crate::cluster::Cluster;
 use crate::scenario::Scenario;
 
 pub mod checkpoints;
@@ -31,7 +31,8 @@ pub struct ModeRun<'a> {
     pub scenario: &'a Scenario,
     /// `results/<run-id>/<mode>/`: history.jsonl, checkpoints/, logs/ go here.
     pub dir: PathBuf,
-    pub cluster: &'a mut LocalCluster,
+    /// Either backend (local processes or containers).
+    pub cluster: &'a mut Cluster,
     pub topic: String,
     /// Transactional id prefix for this mode (unique per run and mode).
     pub tid_prefix: String,
@@ -90,6 +91,7 @@ pub async fn run_mode(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
         tid_prefix: run.tid_prefix.clone(),
         faults: run.scenario.faults.clone(),
         progress: run.progress,
+        sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| run.cluster.sink_listener()),
     };
     let launcher = workers::ProcessLauncher::new(run.sinkhole_bin.clone());
     coordinator::Coordinator::new(config, launcher, run.cluster)?.run().await

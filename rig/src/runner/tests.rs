@@ -44,6 +44,8 @@ struct Behavior {
     drop_restored: bool,
     /// Records per 5 ms step.
     step: u64,
+    /// Acks are sent this long after the barrier (checkpoints then overlap).
+    ack_delay_ms: u64,
 }
 
 struct FakeLauncher {
@@ -183,6 +185,7 @@ async fn fake_worker(
         return Err("always failing".into());
     }
     let mut pending: Vec<Committable> = vec![];
+    let mut acks: std::collections::VecDeque<(tokio::time::Instant, FromWorker)> = Default::default();
     let mut txn_first: Option<u64> = None;
     let mut eoi = false;
     let mut tick = tokio::time::interval(Duration::from_millis(5));
@@ -214,13 +217,28 @@ async fn fake_worker(
                             last_seq: Some(next_seq - 1),
                         });
                     }
-                    send!(FromWorker::Ack { subtask: s, id, state: SubtaskState { next_seq, committables: pending.clone() } });
+                    // The next transaction, under the id of the checkpoint that will carry it.
+                    send!(FromWorker::Event { event: EventKind::TxnOpened {
+                        transactional_id: format!("{}-{s}-{}", cfg.tid_prefix, id + 1),
+                        checkpoint: id + 1,
+                    }});
+                    let ack = FromWorker::Ack { subtask: s, id, state: SubtaskState { next_seq, committables: pending.clone() } };
+                    if b.ack_delay_ms > 0 {
+                        acks.push_back((tokio::time::Instant::now() + Duration::from_millis(b.ack_delay_ms), ack));
+                        continue;
+                    }
+                    send!(ack);
                     if b.crash_after_ack.contains(&(s, cfg.attempt, id)) {
                         return Err(format!("crash after acking {id}"));
                     }
                 }
                 Some(ToWorker::Complete { id }) => {
                     for c in pending.iter().filter(|c| c.checkpoint <= id) {
+                        send!(FromWorker::Event { event: EventKind::CommitStarted {
+                            transactional_id: c.transactional_id.clone(),
+                            checkpoint: c.checkpoint,
+                            restored: false,
+                        }});
                         send!(FromWorker::Event { event: EventKind::CommitFinished {
                             transactional_id: c.transactional_id.clone(),
                             checkpoint: c.checkpoint,
@@ -234,6 +252,10 @@ async fn fake_worker(
                 }
             },
             _ = tick.tick() => {
+                while acks.front().is_some_and(|(due, _)| *due <= tokio::time::Instant::now()) {
+                    let (_, ack) = acks.pop_front().expect("checked");
+                    send!(ack);
+                }
                 if next_seq < cfg.records {
                     txn_first.get_or_insert(next_seq);
                     next_seq = (next_seq + b.step.max(1)).min(cfg.records);
@@ -253,6 +275,7 @@ async fn fake_worker(
 fn job(parallelism: u32, records: u64) -> JobSpec {
     JobSpec {
         register_partitions: Default::default(),
+        force_transactions_v1: false,
         parallelism,
         records_per_subtask: records,
         rate_per_subtask: 0,
@@ -329,6 +352,7 @@ async fn run_with<B: Brokers>(
         tid_prefix: format!("t-{name}"),
         faults,
         progress: false,
+        sink_listener: None,
     };
     let outcome =
         tokio::time::timeout(Duration::from_secs(30), Coordinator::new(cfg, launcher, brokers).unwrap().run())
@@ -655,6 +679,7 @@ struct FakeBrokers {
     log: Vec<(std::time::Instant, i32, NodeAction)>,
     lookups: Vec<String>,
     ready_checks: usize,
+    urp_polls: usize,
 }
 
 impl Brokers for FakeBrokers {
@@ -692,6 +717,20 @@ impl Brokers for FakeBrokers {
     async fn find_coordinator(&mut self, transactional_id: &str) -> Result<i32, String> {
         self.lookups.push(transactional_id.to_string());
         Ok(3)
+    }
+    async fn controller(&mut self) -> Result<i32, String> {
+        self.lookups.push("controller".into());
+        Ok(2)
+    }
+    async fn leader_of(&mut self, topic: &str, partition: i32) -> Result<i32, String> {
+        self.lookups.push(format!("leader {topic}-{partition}"));
+        Ok(1)
+    }
+    async fn under_replicated(&mut self) -> Result<usize, String> {
+        // Right after a restart one partition is still catching up.
+        let restarts = self.log.iter().filter(|(_, _, a)| *a == NodeAction::Restart).count();
+        self.urp_polls += 1;
+        Ok(usize::from(self.urp_polls % 2 == 1 && restarts > 0))
     }
 }
 
@@ -776,4 +815,255 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
 fn run_mode_is_send(run: super::ModeRun<'static>) {
     fn is_send<T: Send>(_: &T) {}
     is_send(&super::run_mode(run));
+}
+
+fn fault(name: &str, kind: FaultKind, when: When) -> FaultSpec {
+    FaultSpec { name: Some(name.into()), ..FaultSpec::new(kind, when) }
+}
+
+fn committed_at(r: &Ran, subtask: u32, tid: &str) -> Option<usize> {
+    r.events.iter().position(|e| {
+        e.source == Source::Worker { subtask }
+            && matches!(&e.kind, EventKind::CommitFinished { transactional_id, .. } if transactional_id == tid)
+    })
+}
+
+#[tokio::test]
+async fn a_dropped_notification_is_covered_by_the_next_one() {
+    let mut f = fault("drop", FaultKind::DropNotification, When::CheckpointPersisted(2));
+    f.target = Some(Target::Ids(vec![1]));
+    let r = run("dropnote", job(2, 600), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let rec = &r.outcome.faults[0];
+    assert!(rec.fired && rec.confirmed, "{rec:?}");
+    assert_eq!(rec.effect["end"]["checkpoint"], 2);
+    assert_eq!(rec.effect["end"]["withheld_from"], serde_json::json!([1]));
+    assert_eq!(rec.effect["end"]["missed"][0]["subtask"], 1);
+    // Subtask 0 committed checkpoint 2's transaction at its notification;
+    // subtask 1 only after the notification of 3, which covers 2.
+    let notified2 = r.position(|k| *k == EventKind::CheckpointNotified { id: 2 }).unwrap();
+    let notified3 = r.position(|k| *k == EventKind::CheckpointNotified { id: 3 }).unwrap();
+    let c0 = committed_at(&r, 0, "t-dropnote-0-2").expect("subtask 0 committed 2");
+    let c1 = committed_at(&r, 1, "t-dropnote-1-2").expect("subtask 1 committed 2 later");
+    assert!(c0 > notified2 && c0 < notified3, "{c0} {notified2} {notified3}");
+    assert!(c1 > notified3, "subtask 1 committed 2 at {c1}, the notification of 3 is at {notified3}");
+    assert_eq!(r.outcome.attempts, 1);
+    assert_everything_committed(&r, 2, 600);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_delayed_notification_arrives_late_while_the_job_goes_on() {
+    let mut f = fault("late", FaultKind::DelayNotification, When::AtMs(0));
+    f.target = Some(Target::Ids(vec![0]));
+    f.checkpoint = Some(2);
+    f.delay_ms = Some(200);
+    let r = run("delaynote", job(2, 900), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let rec = &r.outcome.faults[0];
+    assert!(rec.fired && rec.confirmed, "{rec:?}");
+    assert_eq!(rec.effect["end"]["late_notifications"][0]["sent"], true);
+    let at = |i: usize| r.events[i].mono_us;
+    let notified2 = r.position(|k| *k == EventKind::CheckpointNotified { id: 2 }).unwrap();
+    let notified3 = r.position(|k| *k == EventKind::CheckpointNotified { id: 3 }).unwrap();
+    let sent_late = r.position(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "late")).unwrap();
+    assert!(at(sent_late) - at(notified2) >= 200_000, "sent {} µs after", at(sent_late) - at(notified2));
+    // Subtask 1 committed 2 at its notification; subtask 0 had none for 2 in
+    // time and committed it only with a later one (3 covers 2).
+    let c0 = committed_at(&r, 0, "t-delaynote-0-2").unwrap();
+    let c1 = committed_at(&r, 1, "t-delaynote-1-2").unwrap();
+    assert!(c1 > notified2 && c1 < notified3, "{c1} {notified2} {notified3}");
+    assert!(c0 > notified3, "{c0} {notified3}");
+    // The coordinator kept checkpointing while the notification was held.
+    let persisted_meanwhile = r.events[notified2..sent_late]
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::CheckpointPersisted { .. }))
+        .count();
+    assert!(persisted_meanwhile >= 2, "{persisted_meanwhile}");
+    assert_everything_committed(&r, 2, 900);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_coordinator_crash_after_persist_restores_and_commits_the_unnotified_checkpoint() {
+    let f = fault("crash", FaultKind::CoordinatorCrash, When::CheckpointPersisted(2));
+    let r = run("crash", job(2, 500), Behavior::default(), vec![f]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let rec = &r.outcome.faults[0];
+    assert!(rec.fired && rec.confirmed, "{rec:?}");
+    assert_eq!(rec.effect["start"]["persisted_not_notified"], 2);
+    assert_eq!(rec.effect["start"]["workers"].as_array().unwrap().len(), 2);
+    assert_eq!(rec.effect["end"]["notified"], false);
+    assert_eq!(r.count(|k| *k == EventKind::CheckpointNotified { id: 2 }), 0);
+    assert_eq!(r.count(|k| matches!(k, EventKind::Restarting { from_checkpoint: Some(2), .. })), 1);
+    // The restore committed every committable checkpoint 2 carried.
+    let chk2 = CheckpointStore::open(r.dir.join("checkpoints")).unwrap().load(2).unwrap();
+    for st in &chk2.subtasks {
+        for c in &st.committables {
+            let restored = r.count(|k| {
+                matches!(k, EventKind::CommitFinished { transactional_id, restored: true, outcome: CommitOutcome::Committed, .. }
+                    if *transactional_id == c.transactional_id)
+            });
+            assert_eq!(restored, 1, "{} committed on restore", c.transactional_id);
+        }
+    }
+    assert_everything_committed(&r, 2, 500);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_declined_checkpoint_is_aborted_and_the_next_one_carries_its_committables() {
+    let mut f = fault("decline", FaultKind::DeclineCheckpoint, When::AtMs(0));
+    f.target = Some(Target::Ids(vec![1]));
+    f.checkpoint = Some(2);
+    let r = run("decline", job(2, 600), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let rec = &r.outcome.faults[0];
+    assert!(rec.fired && rec.confirmed, "{rec:?}");
+    let reason = r
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::CheckpointAborted { id: 2, reason } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("checkpoint 2 aborted");
+    assert!(reason.contains("declined by subtask 1"), "{reason}");
+    assert!(!r.persisted().contains(&2));
+    assert_eq!(r.outcome.attempts, 1);
+    assert_everything_committed(&r, 2, 600);
+    r.cleanup();
+}
+
+/// The most checkpoints pending at one time, from the history.
+fn max_pending(r: &Ran) -> usize {
+    let mut pending = std::collections::BTreeSet::new();
+    let mut max = 0;
+    for e in &r.events {
+        match e.kind {
+            EventKind::CheckpointTriggered { id } => {
+                pending.insert(id);
+            }
+            EventKind::CheckpointPersisted { id, .. } | EventKind::CheckpointAborted { id, .. } => {
+                pending.remove(&id);
+            }
+            _ => {}
+        }
+        max = max.max(pending.len());
+    }
+    max
+}
+
+#[tokio::test]
+async fn max_concurrent_checkpoints_lets_checkpoints_overlap() {
+    let mut j = job(2, 1_200);
+    j.max_concurrent_checkpoints = 3;
+    j.checkpoint_interval_ms = 30;
+    let behavior = Behavior { ack_delay_ms: 100, step: 5, ..Behavior::default() };
+    let r = run("concurrent", j.clone(), behavior.clone(), vec![]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let overlap = max_pending(&r);
+    assert!((2..=3).contains(&overlap), "{overlap} pending at once");
+    assert_eq!(r.count(|k| matches!(k, EventKind::CheckpointAborted { .. })), 0);
+    assert_everything_committed(&r, 2, 1_200);
+    r.cleanup();
+    // The same job with one at a time never overlaps.
+    j.max_concurrent_checkpoints = 1;
+    let r = run("serial", j, behavior, vec![]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished);
+    assert_eq!(max_pending(&r), 1);
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn every_ms_repeats_a_fault_and_records_each_firing() {
+    let mut f = fault("pauses", FaultKind::PauseWorkers, When::EveryMs(60));
+    f.times = Some(3);
+    f.duration_ms = Some(20);
+    f.target = Some(Target::Ids(vec![0]));
+    let r = run("every", job(2, 1_500), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let rec = &r.outcome.faults[0];
+    assert!(rec.fired && rec.confirmed, "{rec:?}");
+    assert_eq!(rec.effect["firings"].as_array().unwrap().len(), 3, "{rec:?}");
+    assert_eq!(r.count(|k| matches!(k, EventKind::FaultStarted { name, .. } if name == "pauses")), 3);
+    assert_eq!(r.count(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "pauses")), 3);
+    for (k, firing) in rec.effect["firings"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(firing["start"]["trigger"]["firing"], k as u64 + 1);
+        assert!(firing["end"].is_object());
+    }
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn worker_event_triggers_fire_at_the_commit_or_transaction_they_name() {
+    let mut kill = fault("kill-at-commit", FaultKind::KillWorkers, When::CommitStarted(2));
+    kill.target = Some(Target::Ids(vec![0]));
+    let decline = {
+        let mut d =
+            fault("decline-at-open", FaultKind::DeclineCheckpoint, When::TxnOpened { subtask: 1, checkpoint: Some(5) });
+        d.target = Some(Target::Ids(vec![1]));
+        d
+    };
+    let r = run("events", job(2, 900), Behavior { step: 5, ..Behavior::default() }, vec![kill, decline]).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let k = &r.outcome.faults[0];
+    assert!(k.fired && k.confirmed, "{k:?}");
+    assert_eq!(k.effect["start"]["trigger"]["commit_started"]["checkpoint"], 2);
+    let started =
+        r.position(|e| matches!(e, EventKind::CommitStarted { checkpoint: 2, .. })).expect("a commit of 2 started");
+    let fired = r.position(|e| matches!(e, EventKind::FaultStarted { name, .. } if name == "kill-at-commit")).unwrap();
+    assert!(started < fired);
+    // The transaction of checkpoint 5 opens at the barrier of 4: the decline is armed for 5
+    // (the trigger's checkpoint), so subtask 1's ack of 5 is the one declined.
+    let d = &r.outcome.faults[1];
+    assert!(d.fired && d.confirmed, "{d:?}");
+    assert_eq!(d.effect["start"]["trigger"]["txn_opened"]["subtask"], 1);
+    assert!(d.effect["end"]["checkpoint"].as_u64().unwrap() >= 5, "{d:?}");
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn role_targets_are_looked_up_when_the_fault_fires_and_the_rolling_restart_goes_controller_last() {
+    let mut stop = fault("stop-controller", FaultKind::BrokerStop, When::AtMs(50));
+    stop.target = Some(Target::Named(crate::scenario::NamedTarget::Controller));
+    stop.duration_ms = Some(50);
+    let mut leader = fault("restart-leader", FaultKind::BrokerRestart, When::CheckpointPersisted(2));
+    leader.target = Some(Target::Leader { leader: 2 });
+    let rolling = fault("rolling", FaultKind::RollingRestart, When::AtMs(400));
+    let mut no_proxy = fault("cut", FaultKind::NetPartition, When::AtMs(10));
+    no_proxy.from = Some(vec![crate::scenario::Group::Workers]);
+    no_proxy.to = Some(vec![crate::scenario::Group::Brokers]);
+    let mut brokers = FakeBrokers::default();
+    let r = run_with(
+        "roles",
+        job(2, 3_000),
+        Behavior { step: 5, ..Behavior::default() },
+        vec![stop, leader, rolling, no_proxy],
+        &mut brokers,
+    )
+    .await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let [stop, leader, rolling, cut] = &r.outcome.faults[..] else { panic!("{:?}", r.outcome.faults) };
+    assert!(stop.confirmed, "{stop:?}");
+    assert_eq!(stop.effect["start"]["role"]["role"], "controller");
+    assert_eq!(stop.effect["start"]["role"]["node"], 2);
+    assert!(stop.effect["start"]["role"]["statement"].as_str().unwrap().starts_with("node 2 was the controller at "));
+    assert!(leader.confirmed, "{leader:?}");
+    assert_eq!(leader.effect["end"]["role"]["of"], "out-2");
+    assert_eq!(leader.effect["end"]["role"]["node"], 1);
+    assert!(rolling.confirmed, "{rolling:?}");
+    let nodes: Vec<i64> =
+        rolling.effect["end"]["nodes"].as_array().unwrap().iter().map(|n| n["node"].as_i64().unwrap()).collect();
+    assert_eq!(nodes, vec![1, 3, 2], "id order, the controller (2) last");
+    for n in rolling.effect["end"]["nodes"].as_array().unwrap() {
+        assert!(n["ms_until_ready"].is_u64() && n["ms_until_urp_0"].is_u64(), "{n}");
+    }
+    // No proxy on this cluster: fired, visibly unconfirmed, with the reason.
+    assert!(cut.fired && !cut.confirmed, "{cut:?}");
+    assert!(cut.effect["start"]["error"].as_str().unwrap().contains("set cluster.proxy"), "{cut:?}");
+    let actions: Vec<(i32, NodeAction)> = brokers.log.iter().map(|(_, n, a)| (*n, *a)).collect();
+    assert!(actions.contains(&(2, NodeAction::Stop)) && actions.contains(&(2, NodeAction::Start)), "{actions:?}");
+    assert!(brokers.lookups.contains(&"leader out-2".to_string()), "{:?}", brokers.lookups);
+    r.cleanup();
 }

@@ -35,7 +35,7 @@ use tracing::{debug, info, warn};
 
 use crate::model::TxnProtocol;
 use crate::wire::error::{KafkaCode, WireError};
-use crate::wire::{Client, ClientConfig, InitProducerIdParams};
+use crate::wire::{Client, ClientConfig, InitProducerIdParams, RequestCounts, SaslPlain};
 
 pub mod accumulator;
 pub mod errors;
@@ -166,6 +166,9 @@ pub struct TxnProducer {
     /// Acknowledged since the last `flush`.
     acked_records: u64,
     acked_batches: u64,
+    /// Produce retries by error code (the coordinator requests' own counts
+    /// are kept by the client); see [`TxnProducer::take_request_counts`].
+    produce_counts: RequestCounts,
 }
 
 /// The first error of a round of Produce replies, to apply after the round.
@@ -183,7 +186,14 @@ impl TxnProducer {
     /// Bootstraps the client and reads the cluster's `transaction.version`
     /// (ApiVersions) to choose the protocol. Sends no transactional request.
     pub async fn connect(cfg: ProducerConfig) -> Result<TxnProducer, ProducerError> {
+        TxnProducer::connect_with(cfg, None).await
+    }
+
+    /// [`connect`](Self::connect), authenticating every connection with
+    /// SASL/PLAIN when `sasl` is given (a `SASL_PLAINTEXT` listener).
+    pub async fn connect_with(cfg: ProducerConfig, sasl: Option<SaslPlain>) -> Result<TxnProducer, ProducerError> {
         let client_cfg = ClientConfig {
+            sasl,
             client_id: cfg.client_id.clone(),
             request_timeout: cfg.request_timeout,
             // Coordinator requests are retried up to the delivery timeout
@@ -215,6 +225,7 @@ impl TxnProducer {
             ack_latencies_us: Vec::new(),
             acked_records: 0,
             acked_batches: 0,
+            produce_counts: RequestCounts::default(),
         })
     }
 
@@ -294,6 +305,58 @@ impl TxnProducer {
     /// `beginTransaction`: local only.
     pub fn begin(&mut self) -> Result<(), ProducerError> {
         self.txn.begin()
+    }
+
+    /// Eager registration: adds `partitions` of `topic` to the open
+    /// transaction now, in one AddPartitionsToTxn (client form, v≤3), instead
+    /// of before each partition's first batch. Flink users get this by
+    /// writing to every partition early; here it is explicit, to compare the
+    /// first-record latency and the coordinator's CONCURRENT_TRANSACTIONS
+    /// answers of both ways (the retry rules are the same as for a lazy add:
+    /// Java's `AddPartitionsToTxnHandler`).
+    ///
+    /// Under Transactions V1 this is exactly what a lazy add would send
+    /// later. Under V2 the Java client never sends AddPartitionsToTxn (the
+    /// leader adds partitions on Produce v12+); the request is sent anyway,
+    /// and the broker's answer decides whether eager registration exists
+    /// under V2 (the broker's AddPartitionsToTxn handler still serves v≤3
+    /// clients). Returns the number of partitions added (0 if all were in).
+    pub async fn register_partitions(&mut self, topic: &str, partitions: &[i32]) -> Result<usize, ProducerError> {
+        self.txn.maybe_fail_with_error()?;
+        if !self.txn.is_transactional() || self.txn.kind() != StateKind::InTransaction {
+            return Err(ProducerError::IllegalState(format!(
+                "registering partitions needs an open transaction (state {:?})",
+                self.txn.state()
+            )));
+        }
+        let tps: Vec<Tp> = partitions
+            .iter()
+            .map(|p| Tp::new(topic, *p))
+            .filter(|tp| !self.txn.partitions_in_txn.contains(tp))
+            .collect();
+        if tps.is_empty() {
+            return Ok(0);
+        }
+        let tid = self.cfg.transactional_id.clone().unwrap_or_default();
+        let parts: Vec<(String, i32)> = tps.iter().map(|tp| (tp.topic.clone(), tp.partition)).collect();
+        match self.client.add_partitions_to_txn(&tid, self.txn.producer_id, self.txn.epoch, &parts).await {
+            Ok(()) => {
+                self.txn.on_partitions_added(&tps);
+                Ok(tps.len())
+            }
+            Err(e) => {
+                let err = self.txn.coordinator_error(Api::AddPartitionsToTxn, e);
+                Err(self.txn.fail(err))
+            }
+        }
+    }
+
+    /// Requests sent through the client's retry loop and retries by error
+    /// code (coordinator requests, and Produce retries) since the last call.
+    pub fn take_request_counts(&mut self) -> RequestCounts {
+        let mut c = self.client.take_counts();
+        c.merge(std::mem::take(&mut self.produce_counts));
+        c
     }
 
     /// Appends a record to its partition's batch; sends full batches.
@@ -555,6 +618,9 @@ impl TxnProducer {
     /// batch expires and the transaction becomes abortable (Java's batch
     /// expiry; 4.1+ wraps it as TransactionAbortableException, KAFKA-19176).
     fn retry_batch(&mut self, tp: &Tp, why: String, code: Option<KafkaCode>) -> Result<(), ProducerError> {
+        if let Some(c) = code {
+            self.produce_counts.retried("Produce", c);
+        }
         self.leaders.remove(tp);
         let (base, max) = (self.client.config().retry_backoff, self.client.config().retry_backoff_max);
         let delivery_timeout = self.cfg.delivery_timeout;

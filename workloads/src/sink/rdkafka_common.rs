@@ -106,6 +106,14 @@ pub(crate) fn client_config(cfg: &WorkerConfig) -> ClientConfig {
         .set("linger.ms", cfg.linger_ms.to_string())
         .set("batch.size", cfg.batch_size.max(1).to_string())
         .set("message.timeout.ms", "120000");
+    if let Some(sasl) = &cfg.sasl {
+        // The sink's own principal on the cluster's SASL listener (ACL
+        // scenarios); librdkafka implements PLAIN itself.
+        c.set("security.protocol", "SASL_PLAINTEXT")
+            .set("sasl.mechanism", "PLAIN")
+            .set("sasl.username", &sasl.username)
+            .set("sasl.password", &sasl.password);
+    }
     c
 }
 

@@ -19,10 +19,12 @@ use super::{
     classify_commit_error, drop_meaning, error_text, latency_samples, CommitErrorClass, Precommitted, Sink, SinkError,
     COMMIT_ATTEMPTS,
 };
-use crate::model::{metric, CommitOutcome, Committable, EventKind, SinkMode, TxnProtocol, WorkerConfig};
+use crate::model::{
+    metric, CommitOutcome, Committable, EventKind, PartitionRegistration, SinkMode, TxnProtocol, WorkerConfig,
+};
 use crate::producer::{InitInfo, InitOptions, ProducerConfig, ProducerError, TxnProducer};
 use crate::source::Record;
-use crate::wire::{KafkaCode, WireError};
+use crate::wire::{KafkaCode, RequestCounts, WireError};
 
 /// The open transaction.
 struct OpenTxn {
@@ -45,6 +47,8 @@ pub struct TwoPhaseSink {
     /// Pre-committed transactions awaiting their checkpoint, by checkpoint.
     live: BTreeMap<u64, TxnProducer>,
     events: Vec<EventKind>,
+    /// Requests and retries of every producer since the last barrier.
+    counts: RequestCounts,
 }
 
 impl TwoPhaseSink {
@@ -57,6 +61,7 @@ impl TwoPhaseSink {
             last_initialised: None,
             live: BTreeMap::new(),
             events: Vec::new(),
+            counts: RequestCounts::default(),
         }
     }
 
@@ -69,7 +74,7 @@ impl TwoPhaseSink {
             batch_size: self.cfg.batch_size,
             request_timeout: Duration::from_secs(30),
             delivery_timeout: Duration::from_secs(120),
-            force_v1: false,
+            force_v1: self.cfg.force_transactions_v1,
             client_id: format!("sinkhole-{}-{}-{}", self.cfg.mode, self.cfg.subtask, self.cfg.attempt),
         }
     }
@@ -83,7 +88,7 @@ impl TwoPhaseSink {
     }
 
     async fn connect(&self, tid: &str) -> Result<TxnProducer, SinkError> {
-        TxnProducer::connect(self.producer_config(tid))
+        TxnProducer::connect_with(self.producer_config(tid), self.cfg.sasl.clone())
             .await
             .map_err(|e| SinkError::failed(&format!("connecting the producer for {tid}"), e))
     }
@@ -93,7 +98,9 @@ impl TwoPhaseSink {
     /// [`SinkError::Unsupported`] with the exact error.
     async fn init_producer(&mut self, tid: &str, opts: InitOptions) -> Result<(TxnProducer, InitInfo), SinkError> {
         let mut p = self.connect(tid).await?;
-        match p.init(opts).await {
+        let result = p.init(opts).await;
+        self.counts.merge(p.take_request_counts());
+        match result {
             Ok(info) => {
                 self.events.push(EventKind::ProducerInit {
                     transactional_id: tid.to_string(),
@@ -133,10 +140,17 @@ impl TwoPhaseSink {
     /// recovers.
     async fn recovery_commit(&mut self, c: &Committable) -> Result<(), ProducerError> {
         let tid = c.transactional_id.as_str();
-        let mut p = match TxnProducer::connect(self.producer_config(tid)).await {
+        let mut p = match TxnProducer::connect_with(self.producer_config(tid), self.cfg.sasl.clone()).await {
             Ok(p) => p,
             Err(e) => return Err(e),
         };
+        let result = self.recovery_commit_with(&mut p, c).await;
+        self.counts.merge(p.take_request_counts());
+        result
+    }
+
+    async fn recovery_commit_with(&mut self, p: &mut TxnProducer, c: &Committable) -> Result<(), ProducerError> {
+        let tid = c.transactional_id.as_str();
         match self.mode {
             // Flink's `FlinkKafkaInternalProducer.resumeTransaction`: inject
             // pid/epoch, no InitProducerId; a fresh Java producer has not
@@ -266,6 +280,15 @@ impl Sink for TwoPhaseSink {
         let tid = self.tid(checkpoint);
         let (mut producer, _) = self.init_producer(&tid, opts).await?;
         producer.begin().map_err(|e| SinkError::failed(&format!("beginning the transaction of {tid}"), e))?;
+        if self.cfg.register_partitions == PartitionRegistration::Eager {
+            // Every output partition in one AddPartitionsToTxn before the
+            // first record; `txn-begin` then includes that round trip, which
+            // the lazy way pays in the first flush instead.
+            let all: Vec<i32> = (0..self.cfg.partitions as i32).collect();
+            let added = producer.register_partitions(&self.cfg.topic, &all).await;
+            self.counts.merge(producer.take_request_counts());
+            added.map_err(|e| SinkError::failed(&format!("registering the partitions of {tid} (eager)"), e))?;
+        }
         self.last_initialised = Some(checkpoint);
         self.events.push(EventKind::TxnOpened { transactional_id: tid.clone(), checkpoint });
         self.events.extend(latency_samples(metric::TXN_BEGIN, &[started.elapsed().as_micros() as u64]));
@@ -341,6 +364,11 @@ impl Sink for TwoPhaseSink {
             })
         };
         let flush_us = start.elapsed().as_micros() as u64;
+        self.counts.merge(txn.producer.take_request_counts());
+        if !self.counts.is_empty() {
+            let c = std::mem::take(&mut self.counts);
+            self.events.push(EventKind::RequestCounts { requests: c.requests, retries: c.retries });
+        }
         if committable.is_some() {
             self.live.insert(checkpoint, txn.producer);
         }
@@ -354,7 +382,11 @@ impl Sink for TwoPhaseSink {
         loop {
             attempt += 1;
             let result = match live.as_mut() {
-                Some(p) => p.commit(None).await,
+                Some(p) => {
+                    let r = p.commit(None).await;
+                    self.counts.merge(p.take_request_counts());
+                    r
+                }
                 None => self.recovery_commit(c).await,
             };
             let err = match result {

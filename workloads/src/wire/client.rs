@@ -38,13 +38,16 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_quorum_request::{
+    PartitionData as QuorumPartitionData, TopicData as QuorumTopicData,
+};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
-    DescribeConfigsRequest, DescribeConfigsResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
-    EndTxnRequest, EndTxnResponse, FindCoordinatorRequest, FindCoordinatorResponse, ListTransactionsRequest,
-    ListTransactionsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, ProducerId,
-    TopicName, TransactionalId,
+    DescribeConfigsRequest, DescribeConfigsResponse, DescribeQuorumRequest, DescribeQuorumResponse,
+    DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, ListTransactionsRequest, ListTransactionsResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Message, StrBytes};
 use tracing::{debug, info, warn};
@@ -52,6 +55,7 @@ use tracing::{debug, info, warn};
 use super::connection::Connection;
 use super::error::{coordinator_retry, CoordinatorAction, KafkaCode, WireError};
 use super::init_producer_id::{self, InitProducerIdParams};
+use super::sasl::SaslPlain;
 use super::versions::{fetch_api_versions, ApiVersionsInfo};
 
 /// FindCoordinator key type of a transactional id.
@@ -74,6 +78,9 @@ pub struct ClientConfig {
     pub retry_backoff_max: Duration,
     /// Nothing is retried after this much time from the first attempt.
     pub retry_deadline: Duration,
+    /// Authenticate every new connection with SASL/PLAIN (a `SASL_PLAINTEXT`
+    /// listener); `None`: a PLAINTEXT listener.
+    pub sasl: Option<SaslPlain>,
 }
 
 impl Default for ClientConfig {
@@ -84,6 +91,7 @@ impl Default for ClientConfig {
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(1),
             retry_deadline: Duration::from_secs(30),
+            sasl: None,
         }
     }
 }
@@ -144,6 +152,18 @@ impl ClusterMetadata {
     pub fn topic(&self, name: &str) -> Option<&TopicInfo> {
         self.topics.iter().find(|t| t.name == name)
     }
+}
+
+/// The KRaft quorum as DescribeQuorum reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumLeader {
+    /// The active controller's node id.
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    pub high_watermark: i64,
+    pub voters: Vec<i32>,
+    /// The broker that answered.
+    pub asked: i32,
 }
 
 /// Result of a successful InitProducerId.
@@ -352,6 +372,11 @@ fn create_topics_retry(code: KafkaCode) -> CoordinatorAction {
 async fn open_addr(config: &ClientConfig, addr: &str) -> Result<BrokerConn, WireError> {
     let mut conn = Connection::connect(addr, &config.client_id, config.request_timeout).await?;
     let versions = fetch_api_versions(&mut conn, config.request_timeout).await?;
+    // Java's `SaslClientAuthenticator` order: ApiVersions, then the SASL
+    // exchange, before any other request on the connection.
+    if let Some(creds) = &config.sasl {
+        super::sasl::authenticate(&mut conn, &versions, creds, config.request_timeout).await?;
+    }
     Ok(BrokerConn { conn, versions })
 }
 
@@ -424,6 +449,41 @@ pub struct Client {
     conns: BTreeMap<i32, BrokerConn>,
     /// Transactional id → coordinator node id.
     coordinators: HashMap<String, i32>,
+    /// Requests sent and error-code retries since the last [`Client::take_counts`].
+    counts: RequestCounts,
+}
+
+/// How many requests of each API [`Client`] sent through its retry loop, and
+/// how many of them were retried for a Kafka error code (e.g.
+/// `AddPartitionsToTxn` → `CONCURRENT_TRANSACTIONS`): what a comparison of
+/// registration strategies needs to see, since retries are otherwise silent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// API name → attempts sent.
+    pub requests: BTreeMap<String, u64>,
+    /// `API/ERROR_NAME` → retries after that error.
+    pub retries: BTreeMap<String, u64>,
+}
+
+impl RequestCounts {
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty() && self.retries.is_empty()
+    }
+
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: RequestCounts) {
+        for (k, v) in other.requests {
+            *self.requests.entry(k).or_default() += v;
+        }
+        for (k, v) in other.retries {
+            *self.retries.entry(k).or_default() += v;
+        }
+    }
+
+    /// Counts one retry of `api` after `code`.
+    pub fn retried(&mut self, api: &str, code: KafkaCode) {
+        *self.retries.entry(format!("{api}/{}", code.name())).or_default() += 1;
+    }
 }
 
 impl Client {
@@ -439,6 +499,7 @@ impl Client {
             addrs: BTreeMap::new(),
             conns: BTreeMap::new(),
             coordinators: HashMap::new(),
+            counts: RequestCounts::default(),
         };
         if client.bootstrap.is_empty() {
             return Err(WireError::NoBrokerReachable { tried: vec![], last: "empty bootstrap list".to_string() });
@@ -455,6 +516,7 @@ impl Client {
                     );
                     return Ok(client);
                 }
+                Err(e) if e.is_authentication_error() => return Err(e),
                 Err(e) => {
                     if let Err(WireError::RetriesExhausted { last, .. }) = retry.backoff(e).await {
                         return Err(*last);
@@ -466,6 +528,11 @@ impl Client {
 
     pub fn config(&self) -> &ClientConfig {
         &self.config
+    }
+
+    /// Requests and retries counted since the last call (see [`RequestCounts`]).
+    pub fn take_counts(&mut self) -> RequestCounts {
+        std::mem::take(&mut self.counts)
     }
 
     pub fn bootstrap_servers(&self) -> &[String] {
@@ -513,6 +580,9 @@ impl Client {
             tried.push(addr.clone());
             match self.bootstrap_one(&addr).await {
                 Ok(node) => return Ok(node),
+                // Authentication failures are not retried (Java's
+                // `SaslAuthenticationException` is fatal to the client).
+                Err(e @ WireError::Kafka { .. }) if e.is_authentication_error() => return Err(e),
                 Err(e) => {
                     debug!(addr, error = %e, "bootstrap address failed");
                     last = e.to_string();
@@ -749,12 +819,17 @@ impl Client {
                 }
                 Err(e) => return Err(e),
             };
+            *self.counts.requests.entry(c.api.to_string()).or_default() += 1;
             let (code, message) = (c.status)(&body);
             if code.is_ok() || c.once {
                 return Ok(Reply { body, version, node, code });
             }
             let err = WireError::kafka(c.api, code, message);
-            match (c.classify)(code) {
+            let action = (c.classify)(code);
+            if action != CoordinatorAction::Fail {
+                self.counts.retried(c.api, code);
+            }
+            match action {
                 CoordinatorAction::Fail => return Err(err),
                 CoordinatorAction::Retry => retry.backoff(err).await?,
                 CoordinatorAction::RediscoverAndRetry => {
@@ -1341,6 +1416,60 @@ impl Client {
                 Some(p) => retry.backoff(WireError::Codec(p)).await?,
             }
         }
+    }
+
+    /// The KRaft quorum's leader (the active controller) and its epoch:
+    /// DescribeQuorum (API 55) for `__cluster_metadata` partition 0, sent to
+    /// any broker, which forwards it to the controller quorum (what Java's
+    /// `Admin.describeMetadataQuorum` does). Retriable errors (e.g.
+    /// NOT_LEADER_OR_FOLLOWER during an election) are retried until
+    /// `retry_deadline`.
+    pub async fn describe_quorum(&mut self) -> Result<QuorumLeader, WireError> {
+        let req = DescribeQuorumRequest::default().with_topics(vec![QuorumTopicData::default()
+            .with_topic_name(TopicName(str_bytes("__cluster_metadata")))
+            .with_partitions(vec![QuorumPartitionData::default().with_partition_index(0)])]);
+        let choose = |info: &ApiVersionsInfo| info.negotiate_request::<DescribeQuorumRequest>();
+        let encode = |v: i16| encode_body(&req, v, "DescribeQuorum");
+        let decode = |b: Bytes, v: i16| decode_body::<DescribeQuorumResponse>(b, v, "DescribeQuorum");
+        let status = |r: &DescribeQuorumResponse| {
+            if r.error_code != 0 {
+                return (KafkaCode(r.error_code), r.error_message.as_ref().map(|m| m.to_string()));
+            }
+            match r.topics.first().and_then(|t| t.partitions.first()) {
+                Some(p) if p.error_code != 0 => {
+                    (KafkaCode(p.error_code), p.error_message.as_ref().map(|m| m.to_string()))
+                }
+                Some(p) if *p.leader_id < 0 => (KafkaCode::NOT_LEADER_OR_FOLLOWER, Some("no quorum leader yet".into())),
+                Some(_) => (KafkaCode::NONE, None),
+                None => (KafkaCode::UNKNOWN_SERVER_ERROR, Some("no partition in the DescribeQuorum reply".into())),
+            }
+        };
+        let reply = self
+            .call(&Call {
+                api: "DescribeQuorum",
+                api_key: ApiKey::DescribeQuorum,
+                target: Target::Any,
+                choose_version: &choose,
+                encode: &encode,
+                decode: &decode,
+                status: &status,
+                classify: coordinator_retry,
+                once: false,
+            })
+            .await?;
+        let p = reply
+            .body
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .ok_or_else(|| WireError::Codec("no partition in the DescribeQuorum reply".into()))?;
+        Ok(QuorumLeader {
+            leader_id: *p.leader_id,
+            leader_epoch: p.leader_epoch,
+            high_watermark: p.high_watermark,
+            voters: p.current_voters.iter().map(|v| *v.replica_id).collect(),
+            asked: reply.node,
+        })
     }
 
     /// A broker's configuration values (DescribeConfigs, resource type

@@ -20,6 +20,8 @@
 //!   frames, correlation ids (like mini-redis's `connection.rs`).
 //! * [`versions`]: the ApiVersions exchange and version negotiation.
 //! * [`init_producer_id`]: InitProducerId v0–v6 request encoding.
+//! * [`sasl`]: SASL/PLAIN on a new connection (when the client is configured
+//!   with credentials); [`acls`]: CreateAcls and DescribeAcls.
 //! * [`error`]: [`WireError`], Kafka error codes with their Java names, and
 //!   the retry classification the client uses.
 //! * [`client`]: a small cluster-aware client: bootstrap, metadata, one
@@ -30,18 +32,21 @@
 //! mirror Kafka's Java `TransactionManager` (see `PROTOCOL.md` §2) and every
 //! non-retriable answer reaches the caller with its exact error code.
 
+pub mod acls;
 pub mod client;
 pub mod connection;
 pub mod error;
 pub mod frame;
 pub mod init_producer_id;
+pub mod sasl;
 pub mod versions;
 
 pub use client::{
     BrokerInfo, Client, ClientConfig, ClusterMetadata, EndTxnOutcome, InitProducerIdAnswer, InitProducerIdOutcome,
-    ListedTxn, PartitionInfo, TopicInfo, TxnDescription,
+    ListedTxn, PartitionInfo, RequestCounts, TopicInfo, TxnDescription,
 };
 pub use connection::Connection;
 pub use error::{coordinator_retry, CoordinatorAction, KafkaCode, WireError};
 pub use init_producer_id::InitProducerIdParams;
+pub use sasl::SaslPlain;
 pub use versions::ApiVersionsInfo;

@@ -1,0 +1,840 @@
+//! `sinkhole matrix`: scenarios × Kafka versions × seeds, one `sinkhole run`
+//! per cell (every mode of the scenario on one cluster, through
+//! [`run::plan`] and [`run::execute`]), then one comparison of all of them.
+//!
+//! A cell's run keeps its own directory (`results/<run-id>/`, as `sinkhole
+//! run` writes it); the matrix directory (`results/matrix-<timestamp>/` or
+//! `--out`) holds `matrix.json`, `matrix.html` and `junit.xml`, rewritten
+//! after every cell so a matrix cut short (Ctrl-C, a killed CI job) still
+//! leaves the cells it finished. Like Jepsen's test matrix over nemeses and
+//! versions, each cell is an independent test with its own seed; the matrix
+//! only runs and compares them.
+//!
+//! Which scenarios: the files given, and for a directory its `*.yaml` files
+//! minus the names in its [`EXCLUDE_FILE`] (benchmarks such as
+//! `throughput.yaml`: nothing to judge, long to run). No argument = the
+//! [`DEFAULT_DIR`] library.
+mod render;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use sinkhole_workloads::model::SinkMode;
+
+pub use render::{cell_text, rel_link, render_html, render_junit, render_table};
+
+use crate::install;
+use crate::run::{self, ModeSummary, RunArgs, RunError, Summary};
+use crate::scenario;
+use crate::verdict::Outcome;
+
+/// The scenario library a bare `sinkhole matrix` runs.
+pub const DEFAULT_DIR: &str = "scenarios";
+/// In a scenario directory: file names (one a line, `#` comments) a directory
+/// argument leaves out. Files named on the command line always run.
+pub const EXCLUDE_FILE: &str = "matrix-exclude.txt";
+
+/// The command line of `sinkhole matrix`.
+#[derive(Debug, Clone)]
+pub struct MatrixArgs {
+    /// Scenario files and directories; empty = [`DEFAULT_DIR`].
+    pub inputs: Vec<PathBuf>,
+    /// Mode names; empty = each scenario's own (as `sinkhole run --mode`).
+    pub modes: Vec<String>,
+    /// Kafka versions; empty = each scenario's own.
+    pub kafka: Vec<String>,
+    pub seeds: Seeds,
+    /// Where the runs write their directories.
+    pub results: PathBuf,
+    /// The matrix directory; default `<results>/matrix-<timestamp>`.
+    pub out: Option<PathBuf>,
+    pub json: bool,
+    /// Stop after the first cell with a failure; the rest are `skipped`.
+    pub fail_fast: bool,
+}
+
+impl Default for MatrixArgs {
+    fn default() -> Self {
+        MatrixArgs {
+            inputs: Vec::new(),
+            modes: Vec::new(),
+            kafka: Vec::new(),
+            seeds: Seeds::default(),
+            results: PathBuf::from("results"),
+            out: None,
+            json: false,
+            fail_fast: false,
+        }
+    }
+}
+
+/// Which seeds every scenario × version runs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seeds {
+    /// `--seeds 1,2,3`.
+    List(Vec<u64>),
+    /// `--seed-count N [--seed S]`: S, S+1, …, S+N-1 (S random when absent).
+    Count { n: u32, base: Option<u64> },
+}
+
+impl Default for Seeds {
+    fn default() -> Self {
+        Seeds::Count { n: 1, base: None }
+    }
+}
+
+impl Seeds {
+    /// The seeds, `random` standing in for an absent base.
+    pub fn resolve(&self, random: u64) -> Vec<u64> {
+        match self {
+            Seeds::List(v) => {
+                let mut out = Vec::new();
+                for s in v {
+                    if !out.contains(s) {
+                        out.push(*s);
+                    }
+                }
+                out
+            }
+            Seeds::Count { n, base } => {
+                let b = base.unwrap_or(random);
+                (0..u64::from(*n)).map(|i| b.wrapping_add(i)).collect()
+            }
+        }
+    }
+}
+
+/// One cell to run: a scenario file on one Kafka version with one seed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellKey {
+    pub scenario: String,
+    pub file: PathBuf,
+    pub kafka: String,
+    pub seed: u64,
+}
+
+/// Cells in run order: scenarios as given (a directory's sorted), then each
+/// Kafka version in the order given (none: the scenario's own), then seeds.
+/// Scenario-major keeps a scenario's versions next to each other, which is
+/// the comparison people read.
+pub fn expand_cells(scenarios: &[(PathBuf, scenario::Scenario)], kafka: &[String], seeds: &[u64]) -> Vec<CellKey> {
+    let mut out = Vec::new();
+    for (file, s) in scenarios {
+        let versions: Vec<String> = if kafka.is_empty() { vec![s.cluster.kafka.clone()] } else { kafka.to_vec() };
+        for k in &versions {
+            for &seed in seeds {
+                out.push(CellKey { scenario: s.name.clone(), file: file.clone(), kafka: k.clone(), seed });
+            }
+        }
+    }
+    out
+}
+
+/// The names an exclude file lists.
+pub fn parse_exclude(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Files and directories → scenario files, with every problem found.
+pub fn expand_inputs(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let default = [PathBuf::from(DEFAULT_DIR)];
+    let inputs = if inputs.is_empty() { &default[..] } else { inputs };
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut problems = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let exclude = match std::fs::read_to_string(input.join(EXCLUDE_FILE)) {
+                Ok(t) => parse_exclude(&t),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => {
+                    problems.push(format!("{}: {e}", input.join(EXCLUDE_FILE).display()));
+                    Vec::new()
+                }
+            };
+            let entries = match std::fs::read_dir(input) {
+                Ok(e) => e,
+                Err(e) => {
+                    problems.push(format!("{}: {e}", input.display()));
+                    continue;
+                }
+            };
+            let mut found: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+                .filter(|p| {
+                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                    !exclude.iter().any(|x| x == name)
+                })
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                problems.push(format!("{}: no scenario (*.yaml) to run in this directory", input.display()));
+            }
+            for f in found {
+                if !files.contains(&f) {
+                    files.push(f);
+                }
+            }
+        } else if input.is_file() {
+            if !files.contains(input) {
+                files.push(input.clone());
+            }
+        } else {
+            problems.push(format!("{}: no such file or directory", input.display()));
+        }
+    }
+    (files, problems)
+}
+
+/// What became of a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CellStatus {
+    /// Not started yet.
+    Pending,
+    /// Its run is under way (a matrix file read while it runs, or one whose
+    /// process was killed with SIGKILL, shows this).
+    Running,
+    /// The run finished: its modes have verdicts.
+    Done,
+    /// The rig failed before the run had verdicts (the cluster did not start…).
+    Error,
+    /// A signal stopped the matrix during this cell; its cluster was killed.
+    Interrupted,
+    /// Not run: `--fail-fast` stopped the matrix after a failure.
+    Skipped,
+}
+
+impl CellStatus {
+    pub fn name(&self) -> &'static str {
+        match self {
+            CellStatus::Pending => "pending",
+            CellStatus::Running => "running",
+            CellStatus::Done => "done",
+            CellStatus::Error => "error",
+            CellStatus::Interrupted => "interrupted",
+            CellStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// One cell of `matrix.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellResult {
+    pub scenario: String,
+    pub file: PathBuf,
+    pub kafka: String,
+    pub seed: u64,
+    pub status: CellStatus,
+    /// The modes the cell runs, in order.
+    pub modes_planned: Vec<SinkMode>,
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// The run's own directory (`results/<run-id>`).
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// Per mode: outcome, expected, expected_met, counts, reason, wall_ms.
+    #[serde(default)]
+    pub modes: Vec<ModeSummary>,
+    /// Why the cell has no verdicts (status `error`).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The cell's wall time: cluster start to teardown and report.
+    #[serde(default)]
+    pub wall_ms: u64,
+}
+
+impl CellResult {
+    pub fn pending(key: &CellKey, modes: Vec<SinkMode>) -> CellResult {
+        CellResult {
+            scenario: key.scenario.clone(),
+            file: key.file.clone(),
+            kafka: key.kafka.clone(),
+            seed: key.seed,
+            status: CellStatus::Pending,
+            modes_planned: modes,
+            run_id: None,
+            dir: None,
+            modes: Vec::new(),
+            error: None,
+            wall_ms: 0,
+        }
+    }
+
+    /// The cell's verdict for `mode`, when it has one.
+    pub fn mode(&self, mode: SinkMode) -> Option<&ModeSummary> {
+        self.modes.iter().find(|m| m.mode == mode)
+    }
+
+    /// A mode failed its expectation, or the rig failed.
+    pub fn failed(&self) -> bool {
+        self.status == CellStatus::Error || self.modes.iter().any(|m| m.outcome == Outcome::Fail)
+    }
+
+    /// Records a finished run.
+    pub fn finish(&mut self, s: &Summary, wall_ms: u64) {
+        self.status = CellStatus::Done;
+        self.run_id = Some(s.run_id.clone());
+        self.dir = Some(s.dir.clone());
+        self.modes = s.modes.clone();
+        self.wall_ms = wall_ms;
+    }
+}
+
+/// Mode verdicts by outcome, over every cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub cells: usize,
+    /// Cells whose run finished with verdicts.
+    pub cells_done: usize,
+    /// Cells where the rig failed.
+    pub cells_error: usize,
+    /// Cells not run (pending, interrupted or skipped).
+    pub cells_not_run: usize,
+    /// Mode verdicts (cells done × their modes).
+    pub mode_runs: usize,
+    pub pass: usize,
+    pub fail: usize,
+    pub inconclusive: usize,
+    pub observed: usize,
+}
+
+/// `matrix.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Matrix {
+    pub matrix_id: String,
+    pub dir: PathBuf,
+    /// RFC 3339, UTC.
+    pub started: String,
+    #[serde(default)]
+    pub finished: Option<String>,
+    /// Every cell ran (or `--fail-fast` skipped the rest): false while it runs
+    /// and when a signal stopped it.
+    pub complete: bool,
+    pub interrupted: bool,
+    /// The `--kafka` versions (empty: each scenario's own).
+    pub kafka: Vec<String>,
+    pub seeds: Vec<u64>,
+    /// The `--modes` filter (empty: each scenario's own).
+    pub modes: Vec<String>,
+    pub cells: Vec<CellResult>,
+    pub totals: Totals,
+    /// The matrix's wall time so far.
+    pub wall_ms: u64,
+    /// 0 no cell failed, 1 a cell failed or the rig did (130 etc. on a signal).
+    pub exit_code: u8,
+}
+
+impl Matrix {
+    /// Recomputes `totals` and `exit_code` from the cells.
+    pub fn refresh(&mut self) {
+        let mut t = Totals { cells: self.cells.len(), ..Totals::default() };
+        for c in &self.cells {
+            match c.status {
+                CellStatus::Done => t.cells_done += 1,
+                CellStatus::Error => t.cells_error += 1,
+                _ => t.cells_not_run += 1,
+            }
+            for m in &c.modes {
+                t.mode_runs += 1;
+                match m.outcome {
+                    Outcome::Pass => t.pass += 1,
+                    Outcome::Fail => t.fail += 1,
+                    Outcome::Inconclusive => t.inconclusive += 1,
+                    Outcome::Observed => t.observed += 1,
+                }
+            }
+        }
+        self.totals = t;
+        self.exit_code = exit_code(&self.cells);
+    }
+
+    /// The modes of all cells in the order the scenarios name them (first
+    /// appearance): the columns of the table and the page.
+    pub fn columns(&self) -> Vec<SinkMode> {
+        let mut cols: Vec<SinkMode> = Vec::new();
+        for c in &self.cells {
+            for m in c.modes_planned.iter().chain(c.modes.iter().map(|s| &s.mode)) {
+                if !cols.contains(m) {
+                    cols.push(*m);
+                }
+            }
+        }
+        cols
+    }
+
+    /// Distinct Kafka versions, in cell order.
+    pub fn versions(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for c in &self.cells {
+            if !v.contains(&c.kafka) {
+                v.push(c.kafka.clone());
+            }
+        }
+        v
+    }
+
+    /// Whether a scenario runs with more than one seed (rows then name it).
+    pub fn several_seeds(&self, scenario: &str, kafka: &str) -> bool {
+        self.cells.iter().filter(|c| c.scenario == scenario && c.kafka == kafka).count() > 1
+    }
+}
+
+/// 0 when no cell failed (inconclusive and observed are not failures), 1 when
+/// a mode failed its expectation or the rig failed.
+pub fn exit_code(cells: &[CellResult]) -> u8 {
+    u8::from(cells.iter().any(CellResult::failed))
+}
+
+/// `Ns`, `MmSSs` or `HhMMm`.
+pub fn human_duration(ms: u64) -> String {
+    let s = ms / 1000;
+    if s < 60 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    }
+}
+
+/// Writes `path` through a temporary file and a rename: a signal or a reader
+/// never sees half a file.
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+pub const JSON_FILE: &str = "matrix.json";
+pub const HTML_FILE: &str = "matrix.html";
+pub const JUNIT_FILE: &str = "junit.xml";
+
+/// Writes `matrix.json`, `matrix.html` and `junit.xml` into `m.dir`.
+pub fn write_all(m: &Matrix) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&m.dir).with_context(|| format!("creating {}", m.dir.display()))?;
+    let json = serde_json::to_string_pretty(m)? + "\n";
+    write_atomic(&m.dir.join(JSON_FILE), &json).context("writing matrix.json")?;
+    write_atomic(&m.dir.join(HTML_FILE), &render_html(m)).context("writing matrix.html")?;
+    write_atomic(&m.dir.join(JUNIT_FILE), &render_junit(m)).context("writing junit.xml")?;
+    Ok(())
+}
+
+/// A validated matrix: every cell's plan inputs, nothing run yet.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub cells: Vec<(CellKey, Vec<SinkMode>)>,
+    pub seeds: Vec<u64>,
+    pub versions: Vec<String>,
+}
+
+/// Loads and validates every scenario and checks the command line; on bad
+/// input returns every problem of every file at once.
+pub fn prepare(args: &MatrixArgs, random_seed: u64) -> Result<Prepared, Vec<String>> {
+    let (files, mut problems) = expand_inputs(&args.inputs);
+    let mut versions = Vec::new();
+    if !args.kafka.is_empty() {
+        match install::parse_versions(&args.kafka.join(",")) {
+            Ok(v) => versions = v,
+            Err(e) => problems.push(format!("--kafka: {e}")),
+        }
+    }
+    for m in &args.modes {
+        if SinkMode::parse(m).is_none() {
+            problems.push(format!(
+                "--modes {m}: unknown mode; known modes: {}",
+                SinkMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    if let Seeds::Count { n: 0, .. } = args.seeds {
+        problems.push("--seed-count 0: at least one seed".to_string());
+    }
+    if let Seeds::List(v) = &args.seeds {
+        if v.is_empty() {
+            problems.push("--seeds: at least one seed".to_string());
+        }
+    }
+    let seeds = args.seeds.resolve(random_seed);
+    let mut scenarios = Vec::new();
+    for f in &files {
+        match scenario::load(f) {
+            Ok(s) => scenarios.push((f.clone(), s)),
+            Err(e) => problems.push(e.render()),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let keys = expand_cells(&scenarios, &versions, &seeds);
+    let mut cells = Vec::new();
+    let mut all_versions: Vec<String> = Vec::new();
+    for k in keys {
+        // What `sinkhole run` would do with this cell: --modes and --kafka
+        // applied the same way, so the matrix refuses what run refuses.
+        match run::plan(&cell_args(args, &k), 0) {
+            Ok(p) => {
+                if !all_versions.contains(&k.kafka) {
+                    all_versions.push(k.kafka.clone());
+                }
+                cells.push((k, p.scenario.modes.clone()));
+            }
+            Err(RunError::BadInput(e) | RunError::Failed(e)) => {
+                let msg = format!("{}: {e:#}", k.file.display());
+                if !problems.contains(&msg) {
+                    problems.push(msg);
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(Prepared { cells, seeds, versions: all_versions })
+    } else {
+        Err(problems)
+    }
+}
+
+fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
+    RunArgs {
+        file: k.file.clone(),
+        modes: args.modes.clone(),
+        kafka: Some(k.kafka.clone()),
+        seed: Some(k.seed),
+        results: args.results.clone(),
+        json: false,
+    }
+}
+
+/// Plans a cell with a run directory of its own: two cells of the same
+/// scenario and seed started within one second would share a run id (its
+/// timestamp has seconds), so the later one takes the next second.
+fn plan_unique(args: &RunArgs, now: u64) -> Result<run::Plan, RunError> {
+    let mut t = now;
+    loop {
+        let p = run::plan(args, t)?;
+        if !p.dir.exists() || t >= now + 3600 {
+            return Ok(p);
+        }
+        t += 1;
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// The matrix and what the signal hook needs to finish it.
+struct Shared {
+    matrix: Matrix,
+    started: Instant,
+    /// Set by the signal hook: the main loop records nothing more.
+    stopped: bool,
+}
+
+impl Shared {
+    fn save(&mut self) -> anyhow::Result<()> {
+        self.matrix.wall_ms = self.started.elapsed().as_millis() as u64;
+        self.matrix.refresh();
+        write_all(&self.matrix)
+    }
+}
+
+/// Progress on stderr: a bar on a terminal, plain lines otherwise (CI logs).
+enum Reporter {
+    Bar { bar: ProgressBar, label: Arc<Mutex<String>> },
+    Lines { started: Instant },
+}
+
+impl Reporter {
+    fn new(cells: usize, mode_runs: u64, log: Option<PathBuf>) -> Reporter {
+        if !std::io::stderr().is_terminal() {
+            return Reporter::Lines { started: Instant::now() };
+        }
+        // The bar counts mode runs (cells differ a lot in size: a 5-mode,
+        // 3-broker scenario is several times a 2-mode one), so its ETA tracks
+        // the work left; the prefix counts cells.
+        let bar = ProgressBar::with_draw_target(Some(mode_runs), ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:24.cyan/blue} {prefix} · {msg} · eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_prefix(format!("cells 0/{cells}"));
+        bar.enable_steady_tick(Duration::from_millis(250));
+        let label = Arc::new(Mutex::new(String::new()));
+        let log = log.and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
+        let log = Arc::new(Mutex::new(log));
+        let (b, l) = (bar.clone(), label.clone());
+        // The runs' own progress lines go to matrix.log; a line naming a mode
+        // ("legacy: topic … ready") moves the bar's "current mode".
+        run::set_progress_sink(Some(Box::new(move |line: &str| {
+            if let Some(f) = log.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                use std::io::Write as _;
+                let _ = writeln!(f, "{line}");
+            }
+            let head = line.split(':').next().unwrap_or("");
+            if let Some(mode) = SinkMode::parse(head) {
+                let cell = l.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                b.set_message(format!("{cell} {}", mode.name()));
+            }
+        })));
+        Reporter::Bar { bar, label }
+    }
+
+    fn cell_started(&self, i: usize, total: usize, c: &CellResult, done_modes: u64, total_modes: u64) {
+        let label = format!("{} @{} seed {}", c.scenario, c.kafka, c.seed);
+        match self {
+            Reporter::Bar { bar, label: l } => {
+                *l.lock().unwrap_or_else(|p| p.into_inner()) = label.clone();
+                bar.set_prefix(format!("cells {i}/{total}"));
+                bar.set_position(done_modes);
+                bar.set_message(format!("{label} starting"));
+            }
+            Reporter::Lines { started } => {
+                let el = started.elapsed().as_millis() as u64;
+                let eta = el
+                    .checked_div(done_modes)
+                    .map(|per| format!(", eta ~{}", human_duration(per * total_modes.saturating_sub(done_modes))))
+                    .unwrap_or_default();
+                eprintln!(
+                    "matrix: [{}/{total}] {label}: starting ({} modes); elapsed {}{eta}",
+                    i + 1,
+                    c.modes_planned.len(),
+                    human_duration(el)
+                );
+            }
+        }
+    }
+
+    fn cell_finished(&self, i: usize, total: usize, c: &CellResult, done_modes: u64) {
+        let what = match c.status {
+            CellStatus::Done => c
+                .modes
+                .iter()
+                .map(|m| format!("{} {}", m.mode.name(), cell_text(Some(m), c.status)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => format!("{}: {}", c.status.name(), c.error.clone().unwrap_or_default()),
+        };
+        let line = format!(
+            "matrix: [{}/{total}] {} @{} seed {}: {} in {} — {what}",
+            i + 1,
+            c.scenario,
+            c.kafka,
+            c.seed,
+            c.status.name(),
+            human_duration(c.wall_ms)
+        );
+        match self {
+            Reporter::Bar { bar, .. } => {
+                bar.set_prefix(format!("cells {}/{total}", i + 1));
+                bar.set_position(done_modes);
+                bar.println(line);
+            }
+            Reporter::Lines { .. } => eprintln!("{line}"),
+        }
+    }
+
+    fn finish(&self) {
+        if let Reporter::Bar { bar, .. } = self {
+            bar.finish_and_clear();
+            run::set_progress_sink(None);
+        }
+    }
+}
+
+/// `sinkhole matrix`: validates everything, runs every cell, writes the
+/// matrix files and prints the table; returns the exit code (0 or 1).
+pub async fn run(args: MatrixArgs) -> Result<u8, RunError> {
+    let prepared = prepare(&args, rand::random()).map_err(|p| RunError::BadInput(anyhow!(p.join("\n"))))?;
+    // Every version installed before the first cell: an unknown version is
+    // the user's input (exit 2), found before anything runs.
+    for v in &prepared.versions {
+        let v = v.clone();
+        tokio::task::spawn_blocking(move || install::ensure(&v, &mut |l| eprintln!("sinkhole: {l}")))
+            .await
+            .map_err(|e| RunError::Failed(e.into()))?
+            .map_err(|e| if e.is_bad_input() { RunError::BadInput(e.into()) } else { RunError::Failed(e.into()) })?;
+    }
+
+    let now = unix_now();
+    let matrix_id = format!("matrix-{}", run::timestamp(now));
+    let dir = args.out.clone().unwrap_or_else(|| args.results.join(&matrix_id));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let cells: Vec<CellResult> = prepared.cells.iter().map(|(k, m)| CellResult::pending(k, m.clone())).collect();
+    let total_modes: u64 = cells.iter().map(|c| c.modes_planned.len() as u64).sum();
+    let matrix = Matrix {
+        matrix_id,
+        dir: dir.clone(),
+        started: crate::utc::Utc::from_unix(now).rfc3339(),
+        finished: None,
+        complete: false,
+        interrupted: false,
+        kafka: args.kafka.clone(),
+        seeds: prepared.seeds.clone(),
+        modes: args.modes.clone(),
+        cells,
+        totals: Totals::default(),
+        wall_ms: 0,
+        exit_code: 0,
+    };
+    let shared = Arc::new(Mutex::new(Shared { matrix, started: Instant::now(), stopped: false }));
+    shared.lock().unwrap_or_else(|p| p.into_inner()).save().context("writing the matrix files")?;
+    eprintln!(
+        "sinkhole: matrix of {} cells ({} mode runs), seeds {}; files in {}",
+        prepared.cells.len(),
+        total_modes,
+        prepared.seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
+        dir.display()
+    );
+
+    // Ctrl-C: the teardown in procs kills the current run's cluster and
+    // workers, then this writes the partial matrix before the process exits.
+    let hook_state = shared.clone();
+    crate::procs::set_signal_hook(Some(Box::new(move |sig| {
+        let mut s = hook_state.lock().unwrap_or_else(|p| p.into_inner());
+        s.stopped = true;
+        s.matrix.interrupted = true;
+        for c in &mut s.matrix.cells {
+            if c.status == CellStatus::Running {
+                c.status = CellStatus::Interrupted;
+                c.error = Some(format!("stopped by signal {sig}; its cluster and workers were killed"));
+            }
+        }
+        s.matrix.finished = Some(crate::utc::Utc::from_unix(unix_now()).rfc3339());
+        match s.save() {
+            Ok(()) => eprintln!("sinkhole: partial matrix written to {}", s.matrix.dir.display()),
+            Err(e) => eprintln!("sinkhole: the partial matrix was not written: {e:#}"),
+        }
+    })));
+
+    let reporter = Reporter::new(prepared.cells.len(), total_modes, Some(dir.join("matrix.log")));
+    let total = prepared.cells.len();
+    let mut done_modes = 0u64;
+    let mut outcome: Result<(), RunError> = Ok(());
+    for (i, (key, _)) in prepared.cells.iter().enumerate() {
+        let stop_now = {
+            let s = shared.lock().unwrap_or_else(|p| p.into_inner());
+            args.fail_fast && s.matrix.cells[..i].iter().any(CellResult::failed)
+        };
+        if stop_now {
+            let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+            for c in &mut s.matrix.cells[i..] {
+                c.status = CellStatus::Skipped;
+                c.error = Some("not run: --fail-fast after a failed cell".into());
+            }
+            break;
+        }
+        let plan = match plan_unique(&cell_args(&args, key), unix_now()) {
+            Ok(p) => p,
+            Err(RunError::BadInput(e) | RunError::Failed(e)) => {
+                // Validated above; a file changed on disk since.
+                let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+                let c = &mut s.matrix.cells[i];
+                c.status = CellStatus::Error;
+                c.error = Some(format!("{e:#}"));
+                let _ = s.save();
+                continue;
+            }
+        };
+        let snapshot = {
+            let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+            let c = &mut s.matrix.cells[i];
+            c.status = CellStatus::Running;
+            c.run_id = Some(plan.run_id.clone());
+            c.dir = Some(plan.dir.clone());
+            let snap = c.clone();
+            if let Err(e) = s.save() {
+                outcome = Err(RunError::Failed(e));
+                break;
+            }
+            snap
+        };
+        reporter.cell_started(i, total, &snapshot, done_modes, total_modes);
+        let t0 = Instant::now();
+        let result = run::execute(&plan).await;
+        let wall_ms = t0.elapsed().as_millis() as u64;
+        done_modes += snapshot.modes_planned.len() as u64;
+        let finished = {
+            let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+            if s.stopped {
+                // The signal hook owns the files now; the process is exiting.
+                break;
+            }
+            let c = &mut s.matrix.cells[i];
+            match &result {
+                Ok(summary) => c.finish(summary, wall_ms),
+                Err(RunError::BadInput(e) | RunError::Failed(e)) => {
+                    c.status = CellStatus::Error;
+                    c.error = Some(format!("{e:#}"));
+                    c.wall_ms = wall_ms;
+                }
+            }
+            let snap = c.clone();
+            if let Err(e) = s.save() {
+                outcome = Err(RunError::Failed(e));
+                break;
+            }
+            snap
+        };
+        reporter.cell_finished(i, total, &finished, done_modes);
+    }
+    reporter.finish();
+    crate::procs::set_signal_hook(None);
+    outcome?;
+
+    let m = {
+        let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+        s.matrix.complete = true;
+        s.matrix.finished = Some(crate::utc::Utc::from_unix(unix_now()).rfc3339());
+        s.save().context("writing the matrix files")?;
+        s.matrix.clone()
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&m)?);
+    } else {
+        print!("{}", render_table(&m));
+        println!("matrix: {}", m.dir.join(HTML_FILE).display());
+    }
+    Ok(m.exit_code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_resolve_in_order_without_repeats() {
+        assert_eq!(Seeds::List(vec![3, 1, 3]).resolve(9), vec![3, 1]);
+        assert_eq!(Seeds::Count { n: 3, base: Some(10) }.resolve(9), vec![10, 11, 12]);
+        assert_eq!(Seeds::Count { n: 2, base: None }.resolve(u64::MAX), vec![u64::MAX, 0]);
+        assert_eq!(Seeds::default().resolve(42), vec![42]);
+    }
+
+    #[test]
+    fn exclude_file_lines_and_comments() {
+        assert_eq!(
+            parse_exclude("# benchmarks\nthroughput.yaml  # no verdict\n\n  big.yaml\n"),
+            vec!["throughput.yaml".to_string(), "big.yaml".to_string()]
+        );
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(human_duration(1_500), "1.5s");
+        assert_eq!(human_duration(125_000), "2m05s");
+        assert_eq!(human_duration(3_725_000), "1h02m");
+    }
+}

@@ -1,0 +1,454 @@
+//! What a matrix looks like: the terminal table, `matrix.html` and
+//! `junit.xml`. Pure functions of a [`Matrix`].
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use sinkhole_workloads::model::SinkMode;
+
+use super::{human_duration, CellResult, CellStatus, Matrix};
+use crate::checker::Counts;
+use crate::junit::escape as xml;
+use crate::report::esc;
+use crate::run::ModeSummary;
+use crate::verdict::Outcome;
+
+/// The non-zero anomaly counts, short: `lost=4019 dup=12`. Nonmonotonic
+/// last: it accompanies duplicates (every replay steps back).
+pub fn anomalies(c: &Counts) -> String {
+    [
+        ("lost", c.lost),
+        ("dup", c.duplicated),
+        ("unexpected", c.unexpected),
+        ("aborted-read", c.aborted_read),
+        ("torn", c.torn_transaction),
+        ("hanging", c.uncommitted_tail),
+        ("nonmono", c.nonmonotonic),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(k, n)| format!("{k}={n}"))
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+/// One cell of the terminal table: `pass`, `FAIL lost=4019`, `inconclusive`,
+/// `observed dup=12`; `-` for a mode the cell does not run. Counts of a mode
+/// whose output was not read are not shown (they are not zeros).
+pub fn cell_text(m: Option<&ModeSummary>, status: CellStatus) -> String {
+    let Some(m) = m else {
+        return match status {
+            CellStatus::Done => "-".to_string(),
+            CellStatus::Error => "ERROR".to_string(),
+            CellStatus::Pending => "not run".to_string(),
+            other => other.name().to_string(),
+        };
+    };
+    let word = match m.outcome {
+        Outcome::Fail => "FAIL",
+        o => o.name(),
+    };
+    let counts = if m.checked { anomalies(&m.counts) } else { String::new() };
+    match (m.outcome, counts.is_empty()) {
+        (Outcome::Inconclusive, _) | (_, true) => word.to_string(),
+        _ => format!("{word} {counts}"),
+    }
+}
+
+fn row_label(m: &Matrix, c: &CellResult) -> String {
+    if m.several_seeds(&c.scenario, &c.kafka) {
+        format!("{} @{} seed {}", c.scenario, c.kafka, c.seed)
+    } else {
+        format!("{} @{}", c.scenario, c.kafka)
+    }
+}
+
+/// The table printed at the end: rows = scenario @kafka (seed when several),
+/// columns = modes; then the reason of every cell that is not a plain pass,
+/// the totals and the wall time.
+pub fn render_table(m: &Matrix) -> String {
+    let cols = m.columns();
+    let mut head = vec!["scenario".to_string()];
+    head.extend(cols.iter().map(|c| c.name().to_string()));
+    let rows: Vec<Vec<String>> = m
+        .cells
+        .iter()
+        .map(|c| {
+            let mut r = vec![row_label(m, c)];
+            for &mode in &cols {
+                let planned = c.modes_planned.contains(&mode);
+                r.push(if planned || c.mode(mode).is_some() { cell_text(c.mode(mode), c.status) } else { "-".into() });
+            }
+            r
+        })
+        .collect();
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (i, cell) in r.iter().enumerate() {
+            w[i] = w[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c}{}", " ".repeat(w[i] - c.chars().count())))
+            .collect::<Vec<_>>()
+            .join(" | ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = line(&head);
+    out.push('\n');
+    out.push_str(&w.iter().map(|n| "-".repeat(*n)).collect::<Vec<_>>().join("-|-"));
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    for c in &m.cells {
+        let label = row_label(m, c);
+        match c.status {
+            CellStatus::Done => {
+                for s in c.modes.iter().filter(|s| s.outcome != Outcome::Pass) {
+                    out.push_str(&format!(
+                        "{label} {}: {} — {}\n",
+                        s.mode.name(),
+                        cell_text(Some(s), c.status),
+                        s.reason
+                    ));
+                }
+            }
+            CellStatus::Pending => {}
+            st => out.push_str(&format!("{label}: {} — {}\n", st.name(), c.error.as_deref().unwrap_or(""))),
+        }
+    }
+    let t = &m.totals;
+    let mut summary = format!(
+        "{} cells ({} done, {} rig errors, {} not run), {} mode verdicts: {} pass, {} fail, {} inconclusive, {} observed; wall time {}",
+        t.cells,
+        t.cells_done,
+        t.cells_error,
+        t.cells_not_run,
+        t.mode_runs,
+        t.pass,
+        t.fail,
+        t.inconclusive,
+        t.observed,
+        human_duration(m.wall_ms)
+    );
+    if t.inconclusive > 0 {
+        summary.push_str(&format!(" ({} inconclusive: not failures, not passes either)", t.inconclusive));
+    }
+    out.push_str(&summary);
+    out.push('\n');
+    out
+}
+
+/// A link from the matrix directory to `target` (relative when both are on
+/// one tree, so the matrix and its runs can be copied together), with the
+/// characters that would end or bend a URL percent-encoded.
+pub fn rel_link(from_dir: &Path, target: &Path) -> String {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (from, to) = (normalize(&abs(from_dir)), normalize(&abs(target)));
+    let fc: Vec<Component> = from.components().collect();
+    let tc: Vec<Component> = to.components().collect();
+    let common = fc.iter().zip(&tc).take_while(|(a, b)| a == b).count();
+    let mut rel = PathBuf::new();
+    for _ in common..fc.len() {
+        rel.push("..");
+    }
+    for c in &tc[common..] {
+        rel.push(c.as_os_str());
+    }
+    let mut out = String::new();
+    for ch in rel.to_string_lossy().chars() {
+        match ch {
+            '%' => out.push_str("%25"),
+            ' ' => out.push_str("%20"),
+            '#' => out.push_str("%23"),
+            '?' => out.push_str("%3F"),
+            '"' => out.push_str("%22"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Drops `.` and folds `x/..` without touching the file system.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c.as_os_str()),
+        }
+    }
+    out
+}
+
+const CSS: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:16px 24px;color:#222;background:#fafafa}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ccc;padding-bottom:3px}
+.meta{color:#555;font-size:13px}
+table{border-collapse:collapse;font-size:13px;background:#fff}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+td.o a{color:inherit;text-decoration:none;display:block} td.o a:hover{text-decoration:underline}
+td.o small{display:block;font-weight:400;font-size:11px}
+td.pass{background:#dff2e1;color:#1d6e2b;font-weight:600}
+td.fail{background:#fbe0e0;color:#b71c1c;font-weight:700}
+td.inconclusive{background:#fff3d6;color:#8a5d00;font-weight:600}
+td.observed{background:#eee;color:#444;font-weight:600}
+td.error{background:#f5c6c6;color:#7f0000;font-weight:700}
+td.none{color:#aaa}
+ul.reasons{font-size:13px} ul.reasons li{margin:3px 0}
+"#;
+
+/// `matrix.html`: one self-contained page (no script, no external file): per
+/// Kafka version a table scenario × mode, each cell coloured by its outcome,
+/// linking to that run's `report.html`, counts inline and on hover, then the
+/// reasons of everything that is not a plain pass.
+pub fn render_html(m: &Matrix) -> String {
+    let cols = m.columns();
+    let t = &m.totals;
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sinkhole {}</title><style>{CSS}</style></head><body>\n",
+        esc(&m.matrix_id)
+    );
+    let _ = writeln!(h, "<h1>sinkhole matrix {}</h1>", esc(&m.matrix_id));
+    let state = if m.interrupted {
+        "interrupted (partial)"
+    } else if m.complete {
+        "complete"
+    } else {
+        "running (partial)"
+    };
+    let _ = writeln!(
+        h,
+        "<p class=\"meta\">started {} · {state} · wall time {} · seeds {} · {} cells, {} mode verdicts: {} pass, {} fail, {} inconclusive, {} observed, {} rig errors · exit code {}</p>",
+        esc(&m.started),
+        human_duration(m.wall_ms),
+        esc(&m.seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
+        t.cells,
+        t.mode_runs,
+        t.pass,
+        t.fail,
+        t.inconclusive,
+        t.observed,
+        t.cells_error,
+        m.exit_code
+    );
+    for v in m.versions() {
+        let _ = writeln!(h, "<h2>Kafka {}</h2>", esc(&v));
+        let _ = write!(h, "<table><tr><th>scenario</th><th>seed</th><th>run</th>");
+        for c in &cols {
+            let _ = write!(h, "<th>{}</th>", esc(c.name()));
+        }
+        let _ = writeln!(h, "</tr>");
+        for c in m.cells.iter().filter(|c| c.kafka == v) {
+            let report = c.dir.as_ref().map(|d| rel_link(&m.dir, &d.join(crate::report::FILE_NAME)));
+            let run = match (&c.run_id, &report) {
+                (Some(id), Some(link)) if c.status == CellStatus::Done => {
+                    format!("<a href=\"{}\">{}</a> <small>{}</small>", esc(link), esc(id), human_duration(c.wall_ms))
+                }
+                (Some(id), _) => format!("{} <small>{}</small>", esc(id), esc(c.status.name())),
+                (None, _) => esc(c.status.name()),
+            };
+            let _ = write!(
+                h,
+                "<tr><td title=\"{}\">{}</td><td>{}</td><td>{run}</td>",
+                esc(&c.file.display().to_string()),
+                esc(&c.scenario),
+                c.seed
+            );
+            for &mode in &cols {
+                h.push_str(&html_cell(c, mode, report.as_deref()));
+            }
+            let _ = writeln!(h, "</tr>");
+        }
+        let _ = writeln!(h, "</table>");
+    }
+    let mut reasons = String::new();
+    for c in &m.cells {
+        let label = format!("{} @{} seed {}", c.scenario, c.kafka, c.seed);
+        match c.status {
+            CellStatus::Done => {
+                for s in c.modes.iter().filter(|s| s.outcome != Outcome::Pass) {
+                    let _ = writeln!(
+                        reasons,
+                        "<li><b>{}</b> {}: <span class=\"{}\">{}</span> — {}</li>",
+                        esc(&label),
+                        esc(s.mode.name()),
+                        s.outcome.name(),
+                        esc(&cell_text(Some(s), c.status)),
+                        esc(&s.reason)
+                    );
+                }
+            }
+            CellStatus::Pending => {}
+            st => {
+                let _ = writeln!(
+                    reasons,
+                    "<li><b>{}</b>: {} — {}</li>",
+                    esc(&label),
+                    esc(st.name()),
+                    esc(c.error.as_deref().unwrap_or(""))
+                );
+            }
+        }
+    }
+    if !reasons.is_empty() {
+        let _ = writeln!(h, "<h2>Reasons</h2>\n<ul class=\"reasons\">\n{reasons}</ul>");
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn html_cell(c: &CellResult, mode: SinkMode, report: Option<&str>) -> String {
+    let Some(s) = c.mode(mode) else {
+        let (class, text) = match c.status {
+            CellStatus::Error if c.modes_planned.contains(&mode) => ("error", "ERROR".to_string()),
+            _ if !c.modes_planned.contains(&mode) => ("none", "-".to_string()),
+            st => ("none", cell_text(None, st)),
+        };
+        let title = c.error.as_deref().unwrap_or("");
+        return format!("<td class=\"o {class}\" title=\"{}\">{}</td>", esc(title), esc(&text));
+    };
+    let n = &s.counts;
+    let counts = if s.checked {
+        format!(
+            "{} of {} committed; lost {}, duplicated {}, unexpected {}, nonmonotonic {}, aborted reads {}, torn transactions {}, hanging partitions {}",
+            n.committed,
+            n.expected,
+            n.lost,
+            n.duplicated,
+            n.unexpected,
+            n.nonmonotonic,
+            n.aborted_read,
+            n.torn_transaction,
+            n.uncommitted_tail
+        )
+    } else {
+        "output not counted".to_string()
+    };
+    let met = match s.expected_met {
+        Some(true) => " (met)",
+        Some(false) => " (NOT met)",
+        None => "",
+    };
+    let title = format!("expected: {}{met}\n{counts}\n{}", s.expected, s.reason);
+    let word = match s.outcome {
+        Outcome::Fail => "FAIL",
+        o => o.name(),
+    };
+    let small = if s.checked { anomalies(n) } else { String::new() };
+    let inner = if small.is_empty() { esc(word) } else { format!("{}<small>{}</small>", esc(word), esc(&small)) };
+    let inner = match report {
+        Some(link) if c.status == CellStatus::Done => format!("<a href=\"{}\">{inner}</a>", esc(link)),
+        _ => inner,
+    };
+    format!("<td class=\"o {}\" title=\"{}\">{inner}</td>", s.outcome.name(), esc(&title))
+}
+
+/// `junit.xml`: a test suite per cell, a test case per mode (scenario as the
+/// class name, `mode @ kafka V seed S` as the name): `fail` → `<failure>`,
+/// `inconclusive` → `<skipped>` with the reason, a rig error → `<error>` on
+/// each of the cell's modes, a cell not run → `<skipped>`.
+pub fn render_junit(m: &Matrix) -> String {
+    let time = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
+    let mut suites = String::new();
+    let (mut tests, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
+    for c in &m.cells {
+        let (mut st, mut sf, mut se, mut ss) = (0, 0, 0, 0);
+        let mut cases = String::new();
+        let modes: Vec<SinkMode> =
+            if c.modes.is_empty() { c.modes_planned.clone() } else { c.modes.iter().map(|s| s.mode).collect() };
+        for mode in modes {
+            st += 1;
+            let name = format!("{} @ kafka {} seed {}", mode.name(), c.kafka, c.seed);
+            let s = c.mode(mode);
+            let _ = writeln!(
+                cases,
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{}\">",
+                xml(&c.scenario),
+                xml(&name),
+                time(s.map(|s| s.wall_ms).unwrap_or(0))
+            );
+            match (s, c.status) {
+                (Some(s), _) => {
+                    let text = format!("expected: {}\n{}", s.expected, s.reason);
+                    match s.outcome {
+                        Outcome::Fail => {
+                            sf += 1;
+                            let _ = writeln!(
+                                cases,
+                                "      <failure message=\"{}\" type=\"{}\">{}</failure>",
+                                xml(&s.reason),
+                                if s.expected_met == Some(false) { "expectation-not-met" } else { "failed" },
+                                xml(&text)
+                            );
+                        }
+                        Outcome::Inconclusive => {
+                            ss += 1;
+                            let _ = writeln!(cases, "      <skipped message=\"{}\"/>", xml(&s.reason));
+                        }
+                        Outcome::Pass | Outcome::Observed => {
+                            let _ = writeln!(cases, "      <system-out>{}</system-out>", xml(&text));
+                        }
+                    }
+                }
+                (None, CellStatus::Error) => {
+                    se += 1;
+                    let e = c.error.as_deref().unwrap_or("the rig failed");
+                    let _ = writeln!(cases, "      <error message=\"{}\" type=\"rig\"/>", xml(e));
+                }
+                (None, st) => {
+                    ss += 1;
+                    let why = c.error.clone().unwrap_or_else(|| format!("not run ({})", st.name()));
+                    let _ = writeln!(cases, "      <skipped message=\"{}\"/>", xml(&why));
+                }
+            }
+            cases.push_str("    </testcase>\n");
+        }
+        let _ = writeln!(
+            suites,
+            "  <testsuite name=\"{}\" tests=\"{st}\" failures=\"{sf}\" errors=\"{se}\" skipped=\"{ss}\" time=\"{}\">",
+            xml(&format!("{} @ kafka {} seed {}", c.scenario, c.kafka, c.seed)),
+            time(c.wall_ms)
+        );
+        suites.push_str("    <properties>\n");
+        let props = [
+            ("scenario", c.scenario.clone()),
+            ("file", c.file.display().to_string()),
+            ("kafka", c.kafka.clone()),
+            ("seed", c.seed.to_string()),
+            ("run_id", c.run_id.clone().unwrap_or_default()),
+            ("status", c.status.name().to_string()),
+        ];
+        for (k, v) in props {
+            let _ = writeln!(suites, "      <property name=\"{k}\" value=\"{}\"/>", xml(&v));
+        }
+        suites.push_str("    </properties>\n");
+        suites.push_str(&cases);
+        suites.push_str("  </testsuite>\n");
+        tests += st;
+        failures += sf;
+        errors += se;
+        skipped += ss;
+    }
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{}\">",
+        xml(&format!("sinkhole {}", m.matrix_id)),
+        time(m.wall_ms)
+    );
+    x.push_str(&suites);
+    x.push_str("</testsuites>\n");
+    x
+}

@@ -1,0 +1,558 @@
+//! Seeded random fault schedules (Jepsen's nemesis packages) and the
+//! resolved fault list of a run.
+//!
+//! A scenario's `schedule:` names a mix of fault families and a time window;
+//! [`resolve`] turns it into plain [`FaultSpec`]s with `at_ms` triggers,
+//! appended after the scenario's explicit faults. Like Jepsen's
+//! `jepsen.nemesis.combined` packages, faults come one at a time: each lasts
+//! a random duration, then a random quiet period passes before the next, so
+//! two generated faults never overlap and their effects can be told apart.
+//!
+//! The same seed always gives the same list, on every machine and with every
+//! version of this crate's dependencies: the generator is a hand-written
+//! SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
+//! generators", 2014), not `rand::rngs::StdRng`, whose algorithm `rand`
+//! reserves the right to change between releases — a schedule replayed from a
+//! seed in a bug report must not change under a `cargo update`.
+//!
+//! [`write`] stores the resolved list as `schedule.json` in the run
+//! directory, in the scenario's YAML field names.
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{
+    ErrorName, FaultKind, FaultSpec, FrameDirection, Group, Mix, NamedTarget, NetDirection, RandomSchedule, Scenario,
+    Target, TidSelector, When,
+};
+
+/// A run's fault list: the scenario's explicit faults, then the generated ones.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolved {
+    /// The seed the schedule was drawn with (the schedule's own, else the run's).
+    pub seed: u64,
+    /// The mix, when the scenario has a random schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<Mix>,
+    /// The window generated faults fall in: [start_ms, end_ms] of job time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<[u64; 2]>,
+    /// Explicit faults first, then the generated ones (named `random-N-kind`,
+    /// with `at_ms` triggers).
+    pub faults: Vec<FaultSpec>,
+    /// How many of `faults` were generated (the last ones).
+    pub generated: usize,
+    /// For each generated fault, the job-time span [start, end) it occupies:
+    /// its duration, or for an instantaneous fault (a kill, a restart, a
+    /// notification fault) the time set aside for its consequences. Spans do
+    /// not overlap and lie within `window_ms`.
+    #[serde(default)]
+    pub spans: Vec<[u64; 2]>,
+}
+
+impl Resolved {
+    /// The generated faults.
+    pub fn generated_faults(&self) -> &[FaultSpec] {
+        &self.faults[self.faults.len() - self.generated..]
+    }
+}
+
+/// SplitMix64: 64 bits of state, full period, passes BigCrush; a handful of
+/// lines whose output is fixed forever (see the module comment).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n (n > 0), by Lemire's multiply-shift: the bias is below
+    /// n / 2^64, nothing for the small ranges used here.
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0, "below(0)");
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// Uniform in [lo, hi] (inclusive; lo ≤ hi).
+    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        match (hi - lo).checked_add(1) {
+            Some(n) => lo + self.below(n),
+            None => self.next_u64(),
+        }
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+
+    /// True with probability num/den.
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.below(den) < num
+    }
+}
+
+/// The fault families a mix draws from, given what the cluster can run
+/// (network and protocol faults need the proxy).
+pub fn families(mix: Mix, proxy_allowed: bool) -> Vec<Mix> {
+    match mix {
+        Mix::None => vec![],
+        Mix::All => {
+            let mut v = vec![Mix::Workers, Mix::Brokers];
+            if proxy_allowed {
+                v.extend([Mix::Network, Mix::Protocol]);
+            }
+            v.push(Mix::Coordinator);
+            v
+        }
+        Mix::Network | Mix::Protocol if !proxy_allowed => vec![],
+        m => vec![m],
+    }
+}
+
+/// The transactional APIs protocol faults pick from, each with error codes
+/// the sink's producer treats as retriable there (Kafka's Java
+/// `TransactionManager` handlers and `Sender`: coordinator moved or loading,
+/// a concurrent transaction still ending, a leader change, a timeout) — a
+/// correct sink must ride them out without loss or duplicates.
+const PROTOCOL_APIS: [(&str, &[&str]); 5] = [
+    (
+        "EndTxn",
+        &["CONCURRENT_TRANSACTIONS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"],
+    ),
+    (
+        "AddPartitionsToTxn",
+        &["CONCURRENT_TRANSACTIONS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"],
+    ),
+    ("Produce", &["NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS", "REQUEST_TIMED_OUT"]),
+    (
+        "InitProducerId",
+        &["CONCURRENT_TRANSACTIONS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"],
+    ),
+    ("FindCoordinator", &["COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"]),
+];
+
+/// Frame delays of network faults, ms: small enough not to trip request
+/// timeouts on their own, large enough to reorder against checkpoints.
+const NET_DELAYS_MS: [u64; 5] = [20, 50, 100, 200, 500];
+const LOSS_PROBABILITIES: [f64; 5] = [0.05, 0.1, 0.2, 0.3, 0.5];
+const PROTOCOL_DELAYS_MS: [u64; 5] = [100, 250, 500, 1000, 2000];
+
+/// The scenario's faults with its random schedule resolved for `run_seed`
+/// (or the schedule's own seed). Deterministic: the same scenario and seed
+/// give the same list.
+pub fn resolve(s: &Scenario, run_seed: u64) -> Resolved {
+    let mut faults = s.faults.clone();
+    let Some(r) = &s.schedule else {
+        return Resolved { seed: run_seed, mix: None, window_ms: None, faults, generated: 0, spans: vec![] };
+    };
+    let seed = r.seed.unwrap_or(run_seed);
+    let (generated, spans) = generate(s, r, seed);
+    let n = generated.len();
+    faults.extend(generated);
+    Resolved { seed, mix: Some(r.mix), window_ms: Some([r.start_ms, r.end_ms]), faults, generated: n, spans }
+}
+
+fn generate(s: &Scenario, r: &RandomSchedule, seed: u64) -> (Vec<FaultSpec>, Vec<[u64; 2]>) {
+    let fams = families(r.mix, s.cluster.proxy != Some(false));
+    let mut out = Vec::new();
+    let mut spans = Vec::new();
+    if fams.is_empty() || r.end_ms <= r.start_ms {
+        return (out, spans);
+    }
+    let mut rng = SplitMix64::new(seed);
+    let [qlo, qhi] = sorted(r.quiet_ms);
+    let [dlo, dhi] = sorted(r.duration_ms);
+    // Not always at start_ms: the first fault lands somewhere in one quiet period.
+    let mut t = r.start_ms + rng.between(0, qlo);
+    loop {
+        let fam = *rng.pick(&fams);
+        let dur = rng.between(dlo.max(1), dhi.max(1));
+        let (mut f, busy) = draw(s, fam, dur, &mut rng);
+        let end = t.saturating_add(busy);
+        if end > r.end_ms {
+            break;
+        }
+        f.when = When::AtMs(t);
+        f.name = Some(format!("random-{}-{}", out.len() + 1, f.kind.name()));
+        out.push(f);
+        spans.push([t, end]);
+        t = end.saturating_add(rng.between(qlo, qhi));
+    }
+    (out, spans)
+}
+
+fn sorted([a, b]: [u64; 2]) -> [u64; 2] {
+    [a.min(b), a.max(b)]
+}
+
+/// One fault of a family lasting about `dur` ms, and the time it occupies.
+fn draw(s: &Scenario, fam: Mix, dur: u64, rng: &mut SplitMix64) -> (FaultSpec, u64) {
+    let p = s.job.parallelism.max(1);
+    let brokers = s.cluster.brokers.max(1) as i32;
+    let subtask = |rng: &mut SplitMix64| rng.below(u64::from(p)) as i64;
+    let broker = |rng: &mut SplitMix64| 1 + rng.below(brokers as u64) as i32;
+    let at = When::AtMs(0);
+    match fam {
+        Mix::Workers => {
+            if rng.chance(1, 2) {
+                let mut f = FaultSpec::new(FaultKind::KillWorkers, at);
+                f.target = Some(if rng.chance(1, 4) {
+                    Target::Named(NamedTarget::All)
+                } else {
+                    Target::Ids(vec![subtask(rng)])
+                });
+                // The job is down for restart_delay_ms and then restores.
+                (f, dur.max(s.job.restart_delay_ms))
+            } else {
+                let mut f = FaultSpec::new(FaultKind::PauseWorkers, at);
+                f.target = Some(Target::Ids(vec![subtask(rng)]));
+                f.duration_ms = Some(dur);
+                (f, dur)
+            }
+        }
+        Mix::Brokers => {
+            let kind = *rng.pick(&[FaultKind::BrokerKill, FaultKind::BrokerPause, FaultKind::BrokerRestart]);
+            let mut f = FaultSpec::new(kind, at);
+            f.target = Some(match rng.below(3) {
+                0 => Target::Ids(vec![i64::from(broker(rng))]),
+                1 => Target::Named(NamedTarget::TxnCoordinator),
+                _ => Target::Leader { leader: rng.below(u64::from(s.topic.partitions.max(1))) as u32 },
+            });
+            if kind != FaultKind::BrokerRestart {
+                f.duration_ms = Some(dur);
+            }
+            (f, dur)
+        }
+        Mix::Network => {
+            let kind =
+                *rng.pick(&[FaultKind::NetPartition, FaultKind::NetDelay, FaultKind::NetLoss, FaultKind::NetReset]);
+            let mut f = FaultSpec::new(kind, at);
+            f.duration_ms = Some(dur);
+            // Workers against one broker, or (3+ nodes) one broker against another.
+            let (from, to) = if brokers >= 3 && kind == FaultKind::NetPartition && rng.chance(1, 3) {
+                let a = broker(rng);
+                let b = 1 + (a + rng.below(brokers as u64 - 1) as i32) % brokers;
+                (vec![Group::Broker(a)], vec![Group::Broker(b)])
+            } else if kind == FaultKind::NetDelay && rng.chance(1, 2) {
+                (vec![Group::Workers], vec![Group::Brokers])
+            } else {
+                (vec![Group::Workers], vec![Group::Broker(broker(rng))])
+            };
+            f.from = Some(from);
+            f.to = Some(to);
+            match kind {
+                FaultKind::NetPartition if rng.chance(1, 4) => f.direction = Some(NetDirection::OneWay),
+                FaultKind::NetDelay => {
+                    let d = *rng.pick(&NET_DELAYS_MS);
+                    f.delay_ms = Some(d);
+                    f.jitter_ms = Some(d / 4);
+                }
+                FaultKind::NetLoss => f.probability = Some(*rng.pick(&LOSS_PROBABILITIES)),
+                _ => {}
+            }
+            (f, dur)
+        }
+        Mix::Protocol => {
+            let kind = *rng.pick(&[FaultKind::ProtocolDrop, FaultKind::ProtocolDelay, FaultKind::ProtocolError]);
+            let (api, errors) = *rng.pick(&PROTOCOL_APIS);
+            let mut f = FaultSpec::new(kind, at);
+            f.duration_ms = Some(dur);
+            f.apis = Some(vec![api.to_string()]);
+            match kind {
+                // A lost response: the broker did it, the client never heard.
+                FaultKind::ProtocolDrop => {
+                    f.frames = Some(if rng.chance(1, 3) { FrameDirection::Response } else { FrameDirection::Request })
+                }
+                FaultKind::ProtocolDelay => {
+                    let d = *rng.pick(&PROTOCOL_DELAYS_MS);
+                    f.delay_ms = Some(d);
+                    f.jitter_ms = Some(d / 5);
+                }
+                _ => {
+                    f.frames = Some(FrameDirection::Request);
+                    f.error = Some(ErrorName::Name(rng.pick(errors).to_string()));
+                }
+            }
+            // One subtask's transactions only, sometimes (APIs that carry an id).
+            if matches!(api, "EndTxn" | "AddPartitionsToTxn" | "InitProducerId") && rng.chance(1, 3) {
+                f.transactional_id = Some(TidSelector::Subtask { subtask: rng.below(u64::from(p)) as u32 });
+            }
+            (f, dur)
+        }
+        // Coordinator and anything else: the checkpoint coordinator's messages.
+        _ => {
+            let kind =
+                *rng.pick(&[FaultKind::DropNotification, FaultKind::DelayNotification, FaultKind::DeclineCheckpoint]);
+            let mut f = FaultSpec::new(kind, at);
+            if p > 1 && rng.chance(1, 2) {
+                f.target = Some(Target::Ids(vec![subtask(rng)]));
+            }
+            if kind == FaultKind::DelayNotification {
+                f.delay_ms = Some(dur);
+            }
+            // It acts on the next checkpoint: leave it an interval to happen in.
+            (f, dur.max(s.job.checkpoint_interval_ms))
+        }
+    }
+}
+
+/// `schedule.json`: the seed, the mix and the resolved faults.
+pub const FILE_NAME: &str = "schedule.json";
+
+/// Writes `schedule.json` into `dir`.
+pub fn write(dir: &Path, r: &Resolved) -> std::io::Result<PathBuf> {
+    let path = dir.join(FILE_NAME);
+    let text = serde_json::to_string_pretty(r).map_err(std::io::Error::other)?;
+    std::fs::write(&path, text + "\n")?;
+    Ok(path)
+}
+
+/// The trigger as a person reads it: `at 2500 ms`, `after_checkpoint_persisted 6`.
+pub fn trigger_text(w: &When) -> String {
+    match w {
+        When::AtMs(t) => format!("at {t} ms"),
+        When::EveryMs(t) => format!("every {t} ms"),
+        other => match serde_json::to_value(other) {
+            Ok(serde_json::Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| match v {
+                    serde_json::Value::Object(inner) => format!(
+                        "{k} {}",
+                        inner
+                            .iter()
+                            .filter(|(_, x)| !x.is_null())
+                            .map(|(a, b)| format!("{a}={b}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ),
+                    v => format!("{k} {v}"),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => format!("{other:?}"),
+        },
+    }
+}
+
+fn json_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(a) => format!("[{}]", a.iter().map(json_text).collect::<Vec<_>>().join(", ")),
+        serde_json::Value::Object(m) => {
+            format!("{{{}}}", m.iter().map(|(k, v)| format!("{k}: {}", json_text(v))).collect::<Vec<_>>().join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// One line per fault: trigger, name, kind, target, duration, parameters.
+pub fn render(r: &Resolved) -> String {
+    let mut out = String::new();
+    match r.mix {
+        Some(m) => out.push_str(&format!(
+            "seed {}, mix {}, {} explicit + {} generated fault(s) in [{}, {}] ms\n",
+            r.seed,
+            json_text(&serde_json::to_value(m).unwrap_or_default()),
+            r.faults.len() - r.generated,
+            r.generated,
+            r.window_ms.map(|w| w[0]).unwrap_or(0),
+            r.window_ms.map(|w| w[1]).unwrap_or(0),
+        )),
+        None => out.push_str(&format!("seed {}, no random schedule, {} fault(s)\n", r.seed, r.faults.len())),
+    }
+    for (i, f) in r.faults.iter().enumerate() {
+        out.push_str(&line(i, f));
+        out.push('\n');
+    }
+    out
+}
+
+fn line(i: usize, f: &FaultSpec) -> String {
+    let name = f.name.clone().unwrap_or_else(|| format!("{}-{i}", f.kind.name()));
+    let target = match &f.target {
+        Some(t) => json_text(&serde_json::to_value(t).unwrap_or_default()),
+        None => "-".to_string(),
+    };
+    let duration = match f.duration_ms {
+        Some(d) => format!("{d} ms"),
+        None => "-".to_string(),
+    };
+    let params = match serde_json::to_value(f) {
+        Ok(serde_json::Value::Object(m)) => m
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "name" | "kind" | "target" | "when" | "duration_ms"))
+            .map(|(k, v)| format!("{k}={}", json_text(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    };
+    format!(
+        "{:<30} {:<30} {:<18} target {:<22} for {:<9} {}",
+        trigger_text(&f.when),
+        name,
+        f.kind.name(),
+        target,
+        duration,
+        params
+    )
+    .trim_end()
+    .to_string()
+}
+
+// ---------------------------------------------------------------------------
+// The command line: `sinkhole validate` and `sinkhole schedule`
+
+/// The source line of a problem with a caret under its column, like rustc's
+/// excerpts: what a user needs to find the spot without opening the file.
+pub fn excerpt(text: &str, line: u64, column: u64) -> Option<String> {
+    let src = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let num = line.to_string();
+    let pad = " ".repeat(num.len());
+    let caret_at = usize::try_from(column.max(1) - 1).unwrap_or(0);
+    // Columns count characters; keep tabs so the caret lines up under them.
+    let lead: String = src.chars().take(caret_at).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+    Some(format!("{pad} |\n{num} | {src}\n{pad} | {lead}^"))
+}
+
+/// One file's result in `sinkhole validate --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    pub file: String,
+    pub ok: bool,
+    /// Explicit faults.
+    pub faults: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mix: Option<Mix>,
+    pub modes: Vec<String>,
+    pub problems: Vec<crate::scenario::Problem>,
+}
+
+/// `sinkhole validate FILE...`: the text (or JSON) to print and whether every
+/// file is valid.
+pub fn validate_files(files: &[PathBuf], json: bool) -> (String, bool) {
+    let mut reports = Vec::new();
+    let mut text = String::new();
+    for f in files {
+        let name = f.display().to_string();
+        match crate::scenario::load(f) {
+            Ok(s) => {
+                let modes: Vec<String> = s.modes.iter().map(|m| m.name().to_string()).collect();
+                let sched = match &s.schedule {
+                    Some(r) => format!(
+                        " + random schedule {} in [{}, {}] ms",
+                        json_text(&serde_json::to_value(r.mix).unwrap_or_default()),
+                        r.start_ms,
+                        r.end_ms
+                    ),
+                    None => String::new(),
+                };
+                text.push_str(&format!("{name}: ok ({} faults{sched}, modes {})\n", s.faults.len(), modes.join(", ")));
+                reports.push(FileReport {
+                    file: name,
+                    ok: true,
+                    faults: s.faults.len(),
+                    mix: s.schedule.as_ref().map(|r| r.mix),
+                    modes,
+                    problems: vec![],
+                });
+            }
+            Err(e) => {
+                let problems: Vec<crate::scenario::Problem> = match &e {
+                    crate::scenario::ScenarioError::Read { .. } => vec![crate::scenario::Problem {
+                        file: name.clone(),
+                        line: 0,
+                        column: 0,
+                        field: "(file)".into(),
+                        message: e.to_string(),
+                    }],
+                    _ => e.problems().to_vec(),
+                };
+                let source = std::fs::read_to_string(f).unwrap_or_default();
+                for p in &problems {
+                    if p.line == 0 {
+                        text.push_str(&format!("{}\n", p.message));
+                        continue;
+                    }
+                    text.push_str(&format!("{p}\n"));
+                    if let Some(x) = excerpt(&source, p.line, p.column) {
+                        text.push_str(&x);
+                        text.push('\n');
+                    }
+                }
+                reports.push(FileReport { file: name, ok: false, faults: 0, mix: None, modes: vec![], problems });
+            }
+        }
+    }
+    let all_ok = reports.iter().all(|r| r.ok);
+    if json {
+        (serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n", all_ok)
+    } else {
+        (text, all_ok)
+    }
+}
+
+/// `sinkhole schedule FILE [--seed N]`: the resolved fault list (text or the
+/// JSON of `schedule.json`). A bad file is an `Err` with every problem.
+pub fn schedule_file(file: &Path, seed: Option<u64>, json: bool) -> Result<String, String> {
+    let s = crate::scenario::load(file).map_err(|e| e.render())?;
+    let seed = seed.unwrap_or_else(rand::random);
+    let r = resolve(&s, seed);
+    if json {
+        serde_json::to_string_pretty(&r).map(|t| t + "\n").map_err(|e| e.to_string())
+    } else {
+        Ok(render(&r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix64_matches_the_reference_sequence() {
+        // Vigna's splitmix64.c, seeded with 1234567.
+        let mut r = SplitMix64::new(1234567);
+        assert_eq!(r.next_u64(), 6457827717110365317);
+        assert_eq!(r.next_u64(), 3203168211198807973);
+    }
+
+    #[test]
+    fn ranges_stay_in_bounds() {
+        let mut r = SplitMix64::new(7);
+        for _ in 0..10_000 {
+            let x = r.between(5, 9);
+            assert!((5..=9).contains(&x));
+            assert!(r.below(3) < 3);
+        }
+        assert_eq!(r.between(4, 4), 4);
+        assert_eq!(r.between(9, 4), 9, "an empty range gives its start");
+    }
+
+    #[test]
+    fn excerpt_points_at_the_column() {
+        let x = excerpt("a: 1\nbb: [x, y]\n", 2, 9).unwrap();
+        assert_eq!(x, "  |\n2 | bb: [x, y]\n  |         ^");
+        assert!(excerpt("a", 3, 1).is_none());
+        assert!(excerpt("a", 0, 1).is_none());
+    }
+
+    #[test]
+    fn families_follow_the_proxy() {
+        assert_eq!(families(Mix::All, true).len(), 5);
+        assert_eq!(families(Mix::All, false), vec![Mix::Workers, Mix::Brokers, Mix::Coordinator]);
+        assert!(families(Mix::Network, false).is_empty());
+        assert!(families(Mix::None, true).is_empty());
+    }
+}

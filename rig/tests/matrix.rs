@@ -1,0 +1,406 @@
+//! `sinkhole matrix`: the pure parts on synthetic summaries (cell order,
+//! inputs, validation, table, exit code, JSON, JUnit, HTML), then one live
+//! matrix over a tiny scenario with two seeds on a real Kafka 4.4.0.
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use sinkhole_rig::checker::Counts;
+use sinkhole_rig::matrix::{
+    self, expand_cells, expand_inputs, prepare, render_html, render_junit, render_table, CellResult, CellStatus,
+    Matrix, MatrixArgs, Seeds, Totals,
+};
+use sinkhole_rig::run::ModeSummary;
+use sinkhole_rig::scenario;
+use sinkhole_rig::verdict::Outcome;
+use sinkhole_workloads::model::SinkMode;
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn library(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(name)
+}
+
+fn mode(m: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> ModeSummary {
+    ModeSummary {
+        mode: m,
+        outcome,
+        expected_met: match outcome {
+            Outcome::Pass => Some(true),
+            Outcome::Fail => Some(false),
+            _ => None,
+        },
+        expected: "clean".into(),
+        reason: reason.into(),
+        counts: Counts { expected: 6000, committed: 6000 - lost, lost, duplicated: dup, ..Counts::default() },
+        verdict: None,
+        wall_ms: 2500,
+        checked: outcome != Outcome::Inconclusive,
+    }
+}
+
+fn cell(scenario: &str, kafka: &str, seed: u64, modes: Vec<ModeSummary>) -> CellResult {
+    CellResult {
+        scenario: scenario.into(),
+        file: format!("scenarios/{scenario}.yaml").into(),
+        kafka: kafka.into(),
+        seed,
+        status: CellStatus::Done,
+        modes_planned: modes.iter().map(|m| m.mode).collect(),
+        run_id: Some(format!("{scenario}-20261129T220000-{seed}")),
+        dir: Some(PathBuf::from(format!("/r/{scenario}-20261129T220000-{seed}"))),
+        modes,
+        error: None,
+        wall_ms: 30_000,
+    }
+}
+
+fn matrix(cells: Vec<CellResult>) -> Matrix {
+    let mut m = Matrix {
+        matrix_id: "matrix-20261129T220000".into(),
+        dir: "/r/matrix-20261129T220000".into(),
+        started: "2026-11-29T22:00:00Z".into(),
+        finished: None,
+        complete: true,
+        interrupted: false,
+        kafka: vec![],
+        seeds: vec![1, 2],
+        modes: vec![],
+        cells,
+        totals: Totals::default(),
+        wall_ms: 125_000,
+        exit_code: 0,
+    };
+    m.refresh();
+    m
+}
+
+/// Two scenarios, two versions; a failure, an inconclusive, an observed and a
+/// rig error among them.
+fn sample() -> Matrix {
+    use Outcome::*;
+    use SinkMode::*;
+    matrix(vec![
+        cell(
+            "flip319",
+            "4.4.0",
+            1,
+            vec![
+                mode(Legacy, Fail, 4019, 0, "expected clean, got 4019 lost"),
+                mode(TwopcInject, Pass, 0, 0, "clean as expected"),
+                mode(Kip939, Inconclusive, 0, 0, "the broker cannot run this mode: UNSUPPORTED_VERSION (35)"),
+            ],
+        ),
+        cell(
+            "kill-restore",
+            "4.4.0",
+            1,
+            vec![mode(Legacy, Pass, 0, 0, "clean as expected"), mode(AtLeastOnce, Observed, 0, 12, "no expectation")],
+        ),
+        CellResult {
+            status: CellStatus::Error,
+            modes: vec![],
+            modes_planned: vec![Legacy, AtLeastOnce],
+            error: Some("starting the cluster: broker 1 exited".into()),
+            ..cell("kill-restore", "4.0.2", 1, vec![])
+        },
+    ])
+}
+
+#[test]
+fn cells_are_scenario_major_then_version_then_seed() {
+    let a = scenario::load(&data("matrix-tiny.yaml")).unwrap();
+    let mut b = a.clone();
+    b.name = "other".into();
+    b.cluster.kafka = "4.0.2".into();
+    let list = vec![(PathBuf::from("a.yaml"), a), (PathBuf::from("b.yaml"), b)];
+    let got: Vec<(String, String, u64)> = expand_cells(&list, &["4.4.0".into(), "4.1.0".into()], &[7, 8])
+        .into_iter()
+        .map(|c| (c.scenario, c.kafka, c.seed))
+        .collect();
+    let want: Vec<(String, String, u64)> = [
+        ("matrix-tiny", "4.4.0", 7),
+        ("matrix-tiny", "4.4.0", 8),
+        ("matrix-tiny", "4.1.0", 7),
+        ("matrix-tiny", "4.1.0", 8),
+        ("other", "4.4.0", 7),
+        ("other", "4.4.0", 8),
+        ("other", "4.1.0", 7),
+        ("other", "4.1.0", 8),
+    ]
+    .iter()
+    .map(|(s, k, n)| (s.to_string(), k.to_string(), *n))
+    .collect();
+    assert_eq!(got, want);
+    // No --kafka: each scenario on its own version.
+    let own: Vec<String> = expand_cells(&list, &[], &[1]).into_iter().map(|c| c.kafka).collect();
+    assert_eq!(own, vec!["4.4.0", "4.0.2"]);
+}
+
+#[test]
+fn directories_expand_sorted_minus_their_exclude_list() {
+    let d = std::env::temp_dir().join(format!("sinkhole-matrix-inputs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    for f in ["b.yaml", "a.yml", "bench.yaml", "notes.txt"] {
+        std::fs::write(d.join(f), "x").unwrap();
+    }
+    std::fs::write(d.join(matrix::EXCLUDE_FILE), "bench.yaml # a benchmark\n").unwrap();
+    let (files, problems) = expand_inputs(&[d.clone(), d.join("b.yaml"), d.join("bench.yaml"), "no/such".into()]);
+    assert_eq!(files, vec![d.join("a.yml"), d.join("b.yaml"), d.join("bench.yaml")]);
+    assert_eq!(problems, vec!["no/such: no such file or directory".to_string()]);
+    let _ = std::fs::remove_dir_all(&d);
+
+    // The library's own exclude list leaves the benchmark out.
+    let (files, problems) = expand_inputs(&[library("")]);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(files.iter().any(|f| f.ends_with("kill-restore.yaml")), "{files:?}");
+    assert!(!files.iter().any(|f| f.ends_with("throughput.yaml")), "{files:?}");
+}
+
+#[test]
+fn validation_reports_every_problem_of_every_file_at_once() {
+    let d = std::env::temp_dir().join(format!("sinkhole-matrix-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let good = std::fs::read_to_string(data("matrix-tiny.yaml")).unwrap();
+    std::fs::write(d.join("one.yaml"), good.replace("parallelism: 2", "parallelism: 0")).unwrap();
+    std::fs::write(d.join("two.yaml"), good.replace("brokers: 1", "brokers: 1, racks: 2")).unwrap();
+    let args = MatrixArgs {
+        inputs: vec![d.join("one.yaml"), d.join("two.yaml"), data("matrix-tiny.yaml"), "missing.yaml".into()],
+        modes: vec!["legacy".into(), "flink".into()],
+        kafka: vec!["4.4.0".into(), "four".into()],
+        ..MatrixArgs::default()
+    };
+    let problems = prepare(&args, 1).unwrap_err();
+    let all = problems.join("\n");
+    assert!(all.contains("missing.yaml: no such file or directory"), "{all}");
+    assert!(all.contains("--modes flink: unknown mode"), "{all}");
+    assert!(all.contains("--kafka"), "{all}");
+    assert!(all.contains("one.yaml:") && all.contains("job.parallelism"), "{all}");
+    assert!(all.contains("two.yaml:") && all.contains("racks"), "{all}");
+    let _ = std::fs::remove_dir_all(&d);
+
+    // Valid input: the cells, each with the modes `sinkhole run` would run.
+    let args = MatrixArgs {
+        inputs: vec![data("matrix-tiny.yaml"), library("flip319-short-outage.yaml")],
+        modes: vec![],
+        kafka: vec!["4.4.0".into()],
+        seeds: Seeds::Count { n: 2, base: Some(5) },
+        ..MatrixArgs::default()
+    };
+    let p = prepare(&args, 1).unwrap();
+    assert_eq!(p.seeds, vec![5, 6]);
+    assert_eq!(p.cells.len(), 4);
+    assert_eq!(p.cells[0].1, vec![SinkMode::Legacy, SinkMode::AtLeastOnce]);
+    assert_eq!(p.cells[2].1, vec![SinkMode::Legacy, SinkMode::TwopcInject, SinkMode::Kip939]);
+    let args = MatrixArgs { modes: vec!["legacy".into()], ..args };
+    assert!(prepare(&args, 1).unwrap().cells.iter().all(|c| c.1 == vec![SinkMode::Legacy]));
+}
+
+#[test]
+fn terminal_table_rows_scenarios_columns_modes() {
+    let m = sample();
+    let t = render_table(&m);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines[0], "scenario            | legacy         | twopc-inject | kip939       | at-least-once");
+    assert_eq!(lines[1], "--------------------|----------------|--------------|--------------|----------------");
+    assert_eq!(lines[2], "flip319 @4.4.0      | FAIL lost=4019 | pass         | inconclusive | -");
+    assert_eq!(lines[3], "kill-restore @4.4.0 | pass           | -            | -            | observed dup=12");
+    assert_eq!(lines[4], "kill-restore @4.0.2 | ERROR          | -            | -            | ERROR");
+    assert_eq!(lines[5], "flip319 @4.4.0 legacy: FAIL lost=4019 — expected clean, got 4019 lost");
+    assert!(t.contains("flip319 @4.4.0 kip939: inconclusive — the broker cannot run this mode"), "{t}");
+    assert!(t.contains("kill-restore @4.0.2: error — starting the cluster: broker 1 exited"), "{t}");
+    assert!(
+        t.contains("3 cells (2 done, 1 rig errors, 0 not run), 5 mode verdicts: 2 pass, 1 fail, 1 inconclusive, 1 observed; wall time 2m05s (1 inconclusive"),
+        "{t}"
+    );
+
+    // Several seeds of one scenario and version: the rows name the seed.
+    let two = matrix(vec![
+        cell("s", "4.4.0", 1, vec![mode(SinkMode::Legacy, Outcome::Pass, 0, 0, "ok")]),
+        cell("s", "4.4.0", 2, vec![mode(SinkMode::Legacy, Outcome::Pass, 0, 0, "ok")]),
+    ]);
+    let t = render_table(&two);
+    assert!(t.contains("s @4.4.0 seed 1 | pass") && t.contains("s @4.4.0 seed 2 | pass"), "{t}");
+}
+
+#[test]
+fn exit_code_fails_on_fail_or_rig_error_not_on_inconclusive() {
+    use Outcome::*;
+    let ok = matrix(vec![cell(
+        "s",
+        "4.4.0",
+        1,
+        vec![
+            mode(SinkMode::Legacy, Pass, 0, 0, ""),
+            mode(SinkMode::Kip939, Inconclusive, 0, 0, ""),
+            mode(SinkMode::AtLeastOnce, Observed, 0, 3, ""),
+        ],
+    )]);
+    assert_eq!(ok.exit_code, 0);
+    assert_eq!(matrix::exit_code(&ok.cells), 0);
+    let failed = matrix(vec![cell("s", "4.4.0", 1, vec![mode(SinkMode::Legacy, Fail, 1, 0, "")])]);
+    assert_eq!(failed.exit_code, 1);
+    let mut err = ok.clone();
+    err.cells[0].status = CellStatus::Error;
+    err.refresh();
+    assert_eq!(err.exit_code, 1);
+    // Cells not run are neither failures nor passes.
+    let mut skipped = ok;
+    skipped.cells.push(CellResult { status: CellStatus::Skipped, modes: vec![], ..skipped.cells[0].clone() });
+    skipped.refresh();
+    assert_eq!((skipped.exit_code, skipped.totals.cells_not_run), (0, 1));
+}
+
+#[test]
+fn json_names_every_cell_and_mode() {
+    let m = sample();
+    let v: serde_json::Value = serde_json::to_value(&m).unwrap();
+    assert_eq!(v["cells"].as_array().unwrap().len(), 3);
+    let c0 = &v["cells"][0];
+    assert_eq!(c0["scenario"], "flip319");
+    assert_eq!(c0["kafka"], "4.4.0");
+    assert_eq!(c0["seed"], 1);
+    assert_eq!(c0["status"], "done");
+    assert_eq!(c0["run_id"], "flip319-20261129T220000-1");
+    assert_eq!(c0["modes"][0]["mode"], "legacy");
+    assert_eq!(c0["modes"][0]["outcome"], "fail");
+    assert_eq!(c0["modes"][0]["expected"], "clean");
+    assert_eq!(c0["modes"][0]["expected_met"], false);
+    assert_eq!(c0["modes"][0]["counts"]["lost"], 4019);
+    assert_eq!(c0["modes"][0]["wall_ms"], 2500);
+    assert_eq!(v["cells"][2]["status"], "error");
+    assert_eq!(v["totals"]["fail"], 1);
+    assert_eq!(v["totals"]["inconclusive"], 1);
+    assert_eq!(v["totals"]["cells_error"], 1);
+    assert_eq!(v["wall_ms"], 125_000);
+    assert_eq!(v["exit_code"], 1);
+    let back: Matrix = serde_json::from_value(v).unwrap();
+    assert_eq!(back.cells.len(), 3);
+    assert_eq!(back.totals, m.totals);
+}
+
+#[test]
+fn junit_one_case_per_scenario_version_seed_mode() {
+    let x = render_junit(&sample());
+    assert!(
+        x.starts_with(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"sinkhole matrix-20261129T220000\" tests=\"7\" failures=\"1\" errors=\"2\" skipped=\"1\""
+        ),
+        "{x}"
+    );
+    assert_eq!(x.matches("<testcase ").count(), 7);
+    assert_eq!(x.matches("<testcase ").count(), x.matches("</testcase>").count());
+    assert_eq!(x.matches("<testsuite ").count(), 3);
+    assert!(x.contains(r#"<testcase classname="flip319" name="legacy @ kafka 4.4.0 seed 1" time="2.500">"#), "{x}");
+    assert!(x.contains(r#"<failure message="expected clean, got 4019 lost" type="expectation-not-met">"#), "{x}");
+    assert!(x.contains(r#"<skipped message="the broker cannot run this mode: UNSUPPORTED_VERSION (35)"/>"#), "{x}");
+    assert!(x.contains(r#"<error message="starting the cluster: broker 1 exited" type="rig"/>"#), "{x}");
+    assert!(x.contains(r#"<property name="run_id" value="kill-restore-20261129T220000-1"/>"#), "{x}");
+    assert!(x.ends_with("</testsuites>\n"));
+}
+
+#[test]
+fn html_escapes_links_runs_and_colours_outcomes() {
+    let mut m = sample();
+    m.cells[0].scenario = "<script>alert(1)</script>".into();
+    m.cells[0].modes[0].reason = "lost \"4019\" & more <b>".into();
+    let h = render_html(&m);
+    assert!(h.starts_with("<!DOCTYPE html>") && h.ends_with("</body></html>\n"));
+    assert!(!h.contains("<script>"), "unescaped markup");
+    assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(h.contains("lost &quot;4019&quot; &amp; more &lt;b&gt;"));
+    assert!(!h.contains("<link") && !h.contains("src=\"http"), "not self-contained");
+    // One table per Kafka version.
+    assert!(h.contains("<h2>Kafka 4.4.0</h2>") && h.contains("<h2>Kafka 4.0.2</h2>"));
+    // Cells link to their run's report, relative to the matrix directory.
+    assert!(h.contains(r#"<a href="../flip319-20261129T220000-1/report.html">"#), "{h}");
+    assert!(h.contains(r#"class="o fail""#) && h.contains("FAIL<small>lost=4019</small>"));
+    assert!(h.contains(r#"class="o pass""#) && h.contains(r#"class="o inconclusive""#));
+    assert!(h.contains(r#"class="o observed""#) && h.contains("observed<small>dup=12</small>"));
+    assert!(h.contains(r#"class="o error""#));
+    // Counts and the reason on hover.
+    assert!(h.contains("1981 of 6000 committed; lost 4019, duplicated 0"), "{h}");
+}
+
+#[test]
+fn links_are_relative_and_url_safe() {
+    assert_eq!(matrix::rel_link(Path::new("/r/matrix-1"), Path::new("/r/run-1/report.html")), "../run-1/report.html");
+    assert_eq!(matrix::rel_link(Path::new("/a/b/m"), Path::new("/a/x y#/report.html")), "../../x%20y%23/report.html");
+    assert_eq!(matrix::rel_link(Path::new("/r/m"), Path::new("/r/m/./../run/r.html")), "../run/r.html");
+}
+
+/// Two seeds of a tiny scenario (legacy + at-least-once, one worker kill) on
+/// a real Kafka 4.4.0: every file names both cells, the outcomes are the
+/// runs' own verdicts, the exit code follows them.
+#[test]
+fn live_matrix_two_seeds() {
+    let _g = common::serial();
+    common::dist("4.4.0");
+    let dir = common::test_dir("matrix");
+    let out = dir.join("m");
+    let t0 = Instant::now();
+    let o = std::process::Command::new(common::bin())
+        .arg("matrix")
+        .arg(data("matrix-tiny.yaml"))
+        .args(["--kafka", "4.4.0", "--seeds", "11,12", "--results"])
+        .arg(&dir)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{stdout}\n{stderr}\n(took {:.1} s)", took.as_secs_f64());
+
+    let m: Matrix = serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).unwrap()).unwrap();
+    assert!(m.complete && !m.interrupted);
+    assert_eq!(m.cells.len(), 2);
+    assert_eq!(m.cells.iter().map(|c| c.seed).collect::<Vec<_>>(), vec![11, 12]);
+    for c in &m.cells {
+        assert_eq!(c.status, CellStatus::Done, "{c:?}");
+        assert_eq!(c.modes.iter().map(|s| s.mode).collect::<Vec<_>>(), vec![SinkMode::Legacy, SinkMode::AtLeastOnce]);
+        let run_dir = c.dir.as_ref().unwrap();
+        assert!(run_dir.starts_with(&dir), "{run_dir:?}");
+        // The outcome is the run's own verdict, not the matrix's invention.
+        for s in &c.modes {
+            let v: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(run_dir.join(s.mode.name()).join("verdict.json")).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(v["outcome"], s.outcome.name(), "{}", s.mode);
+            assert!(s.checked && s.counts.expected == 6000, "{s:?}");
+            assert_eq!(v["counts"]["committed"], s.counts.committed);
+        }
+        assert!(run_dir.join("report.html").exists());
+    }
+    let failed = m.cells.iter().any(|c| c.modes.iter().any(|s| s.outcome == Outcome::Fail));
+    assert_eq!(o.status.code(), Some(if failed { 1 } else { 0 }), "{stderr}");
+    assert_eq!(m.exit_code, u8::from(failed));
+
+    let html = std::fs::read_to_string(out.join("matrix.html")).unwrap();
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    for c in &m.cells {
+        let id = c.run_id.as_ref().unwrap();
+        assert!(html.contains(&format!("../{id}/report.html")), "{html}");
+        assert!(junit.contains(id.as_str()), "{junit}");
+    }
+    assert_eq!(junit.matches("<testcase ").count(), 4);
+    for seed in [11, 12] {
+        for mode in ["legacy", "at-least-once"] {
+            assert!(junit.contains(&format!("name=\"{mode} @ kafka 4.4.0 seed {seed}\"")), "{junit}");
+        }
+    }
+    // The table: one row per seed, the modes as columns, the wall time.
+    assert!(stdout.contains("scenario") && stdout.contains("legacy") && stdout.contains("at-least-once"));
+    assert!(stdout.contains("matrix-tiny @4.4.0 seed 11") && stdout.contains("matrix-tiny @4.4.0 seed 12"));
+    assert!(stdout.contains("wall time"), "{stdout}");
+    // Without a terminal: plain progress lines.
+    assert!(stderr.contains("matrix: [1/2] matrix-tiny @4.4.0 seed 11: starting"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
