@@ -40,7 +40,10 @@ use serde::{Deserialize, Serialize};
 use sinkhole_faults::process::{ProcessId, RunState, SignalEffect};
 use sinkhole_faults::proxy::{ListenerKind, Proxy, Route};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use testcontainers::bollard::models::{ContainerStateStatusEnum, NetworkCreateRequest, PortBinding};
+use testcontainers::bollard::models::{
+    ContainerStateStatusEnum, EndpointSettings, NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest,
+    PortBinding,
+};
 use testcontainers::bollard::query_parameters::{
     KillContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
     RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
@@ -233,6 +236,21 @@ impl EngineState {
             _ => RunState::Gone,
         }
     }
+}
+
+/// What a network action did to a node's container: the networks the engine lists on it after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkEffect {
+    pub node_id: i32,
+    /// `disconnect` or `connect` (from the run's network).
+    pub action: String,
+    pub networks: Vec<String>,
+    pub confirmed: bool,
+    pub elapsed_ms: u64,
+}
+
+fn ms(t0: Instant) -> u64 {
+    t0.elapsed().as_millis() as u64
 }
 
 /// A running containers cluster.
@@ -915,6 +933,53 @@ impl ContainersCluster {
         Ok(effect)
     }
 
+    /// The networks node `id`'s container is attached to, as the engine reports them.
+    pub async fn networks_of(&self, id: i32) -> Result<Vec<String>, ContainersError> {
+        let cid = &self.nodes[self.index(id)?].container_id;
+        let r = self.docker.inspect_container(cid, None).await.map_err(engine_err("inspecting a container"))?;
+        let mut nets: Vec<String> =
+            r.network_settings.and_then(|n| n.networks).map(|m| m.into_keys().collect()).unwrap_or_default();
+        nets.sort();
+        Ok(nets)
+    }
+
+    /// Cuts node `id` off the run's network (the engine's network disconnect): every other
+    /// node loses it both ways — replication, Raft, the transaction coordinator's markers — as
+    /// Jepsen's partition nemesis isolates one node. Confirmed when the engine no longer lists
+    /// the network on the container. Not wired to a scenario fault yet (see
+    /// [`unsupported_fault`]). The published port belongs to that network, so clients lose the
+    /// node too (measured on Podman 4.3: a client's ApiVersions times out while the node is
+    /// isolated): this is `net-blackhole`'s effect, not a broker↔broker-only cut.
+    pub async fn isolate(&mut self, id: i32) -> Result<NetworkEffect, ContainersError> {
+        let i = self.index(id)?;
+        let t0 = Instant::now();
+        let cid = self.nodes[i].container_id.clone();
+        self.docker
+            .disconnect_network(&self.network, NetworkDisconnectRequest { container: cid, force: Some(true) })
+            .await
+            .map_err(engine_err("disconnecting a container from the run's network"))?;
+        let networks = self.networks_of(id).await?;
+        let confirmed = !networks.contains(&self.network);
+        Ok(NetworkEffect { node_id: id, action: "disconnect".into(), networks, confirmed, elapsed_ms: ms(t0) })
+    }
+
+    /// Heals [`Self::isolate`]: reconnects node `id` to the run's network under its container
+    /// name (an alias, so the other nodes resolve it again; its hostname never changed).
+    /// Confirmed when the engine lists the network on the container again.
+    pub async fn rejoin(&mut self, id: i32) -> Result<NetworkEffect, ContainersError> {
+        let i = self.index(id)?;
+        let t0 = Instant::now();
+        let (cid, name) = (self.nodes[i].container_id.clone(), self.nodes[i].name.clone());
+        let endpoint = EndpointSettings { aliases: Some(vec![name]), ..Default::default() };
+        self.docker
+            .connect_network(&self.network, NetworkConnectRequest { container: cid, endpoint_config: Some(endpoint) })
+            .await
+            .map_err(engine_err("connecting a container to the run's network"))?;
+        let networks = self.networks_of(id).await?;
+        let confirmed = networks.contains(&self.network);
+        Ok(NetworkEffect { node_id: id, action: "connect".into(), networks, confirmed, elapsed_ms: ms(t0) })
+    }
+
     /// Collects the logs, removes every container (and its anonymous volumes) and the network of
     /// the run, and ends the reaper. Idempotent.
     pub async fn teardown(&mut self) {
@@ -1141,11 +1206,10 @@ pub fn unsupported_fault(f: &crate::scenario::FaultSpec) -> Option<String> {
         return None;
     }
     let label = f.name.clone().unwrap_or_else(|| f.kind.name().to_string());
+    // net-blackhole disconnects the node from the run's network through the
+    // engine (ContainersCluster::isolate): brokers and clients are cut alike.
     if f.kind == FaultKind::NetBlackhole {
-        return Some(format!(
-            "fault {label}: net-blackhole needs broker↔broker traffic cut, and on the containers backend the \
-             proxy carries only client↔broker traffic (brokers talk over the run's network): use the local backend"
-        ));
+        return None;
     }
     let brokers = |g: &Option<Vec<Group>>| g.iter().flatten().any(|g| matches!(g, Group::Brokers | Group::Broker(_)));
     if brokers(&f.from) && brokers(&f.to) {
@@ -1264,6 +1328,28 @@ impl crate::runner::faults::Brokers for super::Cluster {
             super::Cluster::Containers(c) => c.proxy(),
         }
     }
+
+    fn isolates_nodes(&self) -> bool {
+        matches!(self, super::Cluster::Containers(_))
+    }
+
+    async fn isolate(&mut self, node: i32) -> Result<serde_json::Value, String> {
+        match self {
+            super::Cluster::Containers(c) => {
+                c.isolate(node).await.map(|e| serde_json::to_value(e).unwrap_or_default()).map_err(|e| e.to_string())
+            }
+            super::Cluster::Local(_) => Err("local nodes are isolated through the proxy".into()),
+        }
+    }
+
+    async fn rejoin(&mut self, node: i32) -> Result<serde_json::Value, String> {
+        match self {
+            super::Cluster::Containers(c) => {
+                c.rejoin(node).await.map(|e| serde_json::to_value(e).unwrap_or_default()).map_err(|e| e.to_string())
+            }
+            super::Cluster::Local(_) => Err("local nodes are isolated through the proxy".into()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1300,6 +1386,26 @@ mod tests {
         assert!(!owner_alive("garbage"));
         let me = ProcessId::of(std::process::id() as i32).unwrap();
         assert!(!owner_alive(&format!("{}:{}", me.pid, me.start_ticks + 1)), "a reused pid is not the owner");
+    }
+
+    #[test]
+    fn only_faults_the_host_side_proxy_can_make_are_accepted() {
+        let f = |v: serde_json::Value| -> crate::scenario::FaultSpec { serde_json::from_value(v).unwrap() };
+        let at = serde_json::json!({"at_ms": 0});
+        let b2b = f(serde_json::json!({"name": "split", "kind": "net-partition", "when": at,
+                                       "from": ["broker-1"], "to": ["brokers"]}));
+        assert!(unsupported_fault(&b2b).unwrap().contains("fault split: net-partition between broker groups"));
+        let bh = f(serde_json::json!({"kind": "net-blackhole", "when": at, "target": [1]}));
+        // The engine disconnects a blackholed node from the run's network.
+        assert_eq!(unsupported_fault(&bh), None);
+        let w2b = f(serde_json::json!({"kind": "net-partition", "when": at, "from": ["workers"], "to": ["broker-1"]}));
+        assert_eq!(unsupported_fault(&w2b), None);
+        let delay = f(serde_json::json!({"kind": "net-delay", "when": at, "delay_ms": 100}));
+        assert_eq!(unsupported_fault(&delay), None);
+        let drop = f(serde_json::json!({"kind": "protocol-drop", "when": at, "apis": ["EndTxn"]}));
+        assert_eq!(unsupported_fault(&drop), None);
+        let kill = f(serde_json::json!({"kind": "broker-kill", "when": at, "target": [1]}));
+        assert_eq!(unsupported_fault(&kill), None);
     }
 
     #[test]

@@ -931,10 +931,122 @@ fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
                 (true, false) => "fired, effect NOT confirmed",
                 _ => "did not fire",
             };
-            let _ = write!(out, "<tr><th>fault {}</th><td>{} — {}</td></tr>", esc(&f.name), esc(&f.kind), state);
+            let _ = write!(out, "<tr><th>fault {}</th><td>{} — {}", esc(&f.name), esc(&f.kind), state);
+            for line in fault_evidence(&f.effect) {
+                let _ = write!(out, "<br><small>{}</small>", esc(&line));
+            }
+            out.push_str("</td></tr>");
         }
         out.push_str("</table>");
         out
     });
     h.push_str("</section>\n");
+}
+
+/// The lines of a fault's effect a reader needs to trust it: the role a node
+/// held when it was hit, the signals and what the kernel showed after them,
+/// what the proxy matched and did (with its samples). The full effect is in
+/// verdict.json and history.jsonl; this is the part worth a glance.
+pub fn fault_evidence(effect: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let start = effect.get("start").unwrap_or(effect);
+    if let Some(s) = start.pointer("/role/statement").and_then(|v| v.as_str()) {
+        out.push(s.to_string());
+    }
+    if let Some(nodes) = start.get("nodes").and_then(|v| v.as_array()) {
+        for n in nodes {
+            let node = n.get("node").and_then(|v| v.as_i64()).unwrap_or(-1);
+            let action = n.pointer("/effect/action").and_then(|v| v.as_str()).unwrap_or("?");
+            let signals: Vec<String> = n
+                .pointer("/effect/signals")
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .map(|s| {
+                            format!(
+                                "{} → {}",
+                                s.get("signal").and_then(|v| v.as_str()).unwrap_or("?"),
+                                s.get("observed").and_then(|v| v.as_str()).unwrap_or("?")
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let confirmed = n.get("confirmed").and_then(|v| v.as_bool()) == Some(true);
+            out.push(format!(
+                "node {node}: {action}{}{}",
+                if signals.is_empty() { String::new() } else { format!(" ({})", signals.join(", ")) },
+                if confirmed { ", confirmed" } else { ", not confirmed" }
+            ));
+        }
+    }
+    if let Some(workers) = start.get("workers").and_then(|v| v.as_array()) {
+        let hit: Vec<String> = workers
+            .iter()
+            .map(|w| {
+                let s = w.get("subtask").and_then(|v| v.as_u64()).unwrap_or(0);
+                match (w.pointer("/signal/signal").and_then(|v| v.as_str()), w.get("error").and_then(|v| v.as_str())) {
+                    (Some(sig), _) => format!(
+                        "subtask {s} {sig} → {}",
+                        w.pointer("/signal/observed").and_then(|v| v.as_str()).unwrap_or("?")
+                    ),
+                    (None, Some(e)) => format!("subtask {s}: {e}"),
+                    _ => format!("subtask {s}"),
+                }
+            })
+            .collect();
+        if !hit.is_empty() {
+            out.push(hit.join("; "));
+        }
+    }
+    if let Some(stats) = effect.pointer("/end/stats") {
+        let n = |k: &str| stats.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+        out.push(format!(
+            "proxy: matched {}, dropped {}, delayed {}, errors injected {}, connections reset {}",
+            n("matched"),
+            n("dropped"),
+            n("delayed"),
+            n("errors_injected"),
+            n("connections_reset")
+        ));
+        if let Some(samples) = stats.get("samples").and_then(|v| v.as_array()) {
+            out.extend(samples.iter().take(3).filter_map(|s| s.as_str()).map(str::to_string));
+        }
+    }
+    if let Some(w) = effect.pointer("/end/why_unconfirmed").and_then(|v| v.as_str()) {
+        out.push(format!("not confirmed: {w}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod evidence_tests {
+    use super::fault_evidence;
+    use serde_json::json;
+
+    #[test]
+    fn evidence_names_the_role_the_signals_and_the_proxy_counts() {
+        let kill = json!({"start": {
+            "role": {"statement": "node 1 was the txn-coordinator of t-0-3 at 2026-11-29T22:07:47.681Z"},
+            "nodes": [{"node": 1, "confirmed": true,
+                       "effect": {"action": "kill", "signals": [{"signal": "SIGKILL", "observed": "zombie"}]}}]}});
+        let lines = fault_evidence(&kill);
+        assert_eq!(lines[0], "node 1 was the txn-coordinator of t-0-3 at 2026-11-29T22:07:47.681Z");
+        assert_eq!(lines[1], "node 1: kill (SIGKILL → zombie), confirmed");
+
+        let drop = json!({"start": {"rule_id": 1}, "end": {"acted": true, "stats": {
+            "matched": 2, "dropped": 1, "delayed": 0, "errors_injected": 0, "connections_reset": 0,
+            "samples": ["EndTxn v5 response corr 79 tid t-0-3 worker-0 → broker-1: dropped"]}}});
+        let lines = fault_evidence(&drop);
+        assert_eq!(lines[0], "proxy: matched 2, dropped 1, delayed 0, errors injected 0, connections reset 0");
+        assert!(lines[1].starts_with("EndTxn v5 response"), "{lines:?}");
+
+        let missed = json!({"start": {"workers": [{"subtask": 0, "error": "no worker running"}]},
+                            "end": {"why_unconfirmed": "the rule matched no frame it could act on"}});
+        let lines = fault_evidence(&missed);
+        assert_eq!(
+            lines,
+            vec!["subtask 0: no worker running", "not confirmed: the rule matched no frame it could act on"]
+        );
+    }
 }

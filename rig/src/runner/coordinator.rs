@@ -1541,9 +1541,16 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
     /// A network or protocol fault: a rule in the proxy until it is healed.
     async fn fire_proxy(&mut self, f: usize, trigger: serde_json::Value) -> anyhow::Result<()> {
         let spec = self.faults[f].spec.clone();
-        let Some(proxy) = self.proxy.clone() else {
+        if spec.kind == FaultKind::NetBlackhole {
+            // The cluster is needed to pick the way (and maybe a role).
+            self.wait_broker_op().await?;
+        }
+        let proxy = self.proxy.clone();
+        let isolates =
+            spec.kind == FaultKind::NetBlackhole && self.brokers.as_deref().is_some_and(|b| b.isolates_nodes());
+        if proxy.is_none() && !isolates {
             return self.fault_failed(f, trigger, "the cluster has no proxy; set cluster.proxy".into());
-        };
+        }
         let tid = match &spec.transactional_id {
             None => None,
             Some(TidSelector::Literal(t)) => Some(t.clone()),
@@ -1599,6 +1606,35 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
             }
         } else {
             vec![]
+        };
+        if spec.kind == FaultKind::NetBlackhole && self.brokers.as_deref().is_some_and(|b| b.isolates_nodes()) {
+            // Containers: the engine takes the node off the run's network.
+            let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
+            let mut nodes = vec![];
+            let mut isolated = vec![];
+            let mut all = !blackholed.is_empty();
+            for &n in &blackholed {
+                match brokers.isolate(n).await {
+                    Ok(e) => {
+                        all &= e.get("confirmed").and_then(|c| c.as_bool()) == Some(true);
+                        isolated.push(n);
+                        nodes.push(json!({"node": n, "confirmed": e.get("confirmed"), "network": e}));
+                    }
+                    Err(e) => {
+                        all = false;
+                        nodes.push(json!({"node": n, "confirmed": false, "error": e}));
+                    }
+                }
+            }
+            let effect = json!({"trigger": trigger, "how": "engine network disconnect", "nodes": nodes,
+                                "role": role, "duration_ms": spec.duration_ms});
+            self.fault_started(f, all, effect)?;
+            let at = spec.duration_ms.map(|d| Instant::now() + Duration::from_millis(d));
+            self.heals.push(Heal { at, fault: f, action: HealAction::Rejoin(isolated) });
+            return Ok(());
+        }
+        let Some(proxy) = proxy else {
+            return self.fault_failed(f, trigger, "the cluster has no proxy; set cluster.proxy".into());
         };
         let name = self.faults[f].name.clone();
         let rule = match faults::proxy_rule(&spec, &name, tid, &blackholed) {
@@ -1799,6 +1835,18 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     effect["why_unconfirmed"] = json!("the rule matched no frame it could act on");
                 }
                 return self.fault_ended_with(h.fault, effect, Some(acted));
+            }
+            HealAction::Rejoin(nodes) => {
+                self.wait_broker_op().await?;
+                let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
+                let mut out = vec![];
+                for n in nodes {
+                    out.push(match brokers.rejoin(n).await {
+                        Ok(e) => json!({"node": n, "network": e}),
+                        Err(e) => json!({"node": n, "error": e}),
+                    });
+                }
+                json!({"nodes": out})
             }
             HealAction::StartBroker(node) | HealAction::ResumeBroker(node) => {
                 let action =

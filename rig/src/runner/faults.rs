@@ -47,6 +47,20 @@ pub trait Brokers: Send {
     fn proxy(&self) -> Option<sinkhole_faults::proxy::Proxy> {
         None
     }
+    /// Whether `net-blackhole` cuts a node off the network itself (containers:
+    /// the engine disconnects it from the run's network) rather than through
+    /// the proxy (local nodes, whose every listener the proxy fronts).
+    fn isolates_nodes(&self) -> bool {
+        false
+    }
+    /// Cuts the node off every peer; the effect as the engine reports it.
+    fn isolate(&mut self, node: i32) -> impl Future<Output = Result<serde_json::Value, String>> + Send {
+        async move { Err(format!("this cluster cannot isolate node {node}")) }
+    }
+    /// Undoes [`Brokers::isolate`].
+    fn rejoin(&mut self, node: i32) -> impl Future<Output = Result<serde_json::Value, String>> + Send {
+        async move { Err(format!("this cluster cannot rejoin node {node}")) }
+    }
 }
 
 /// How long a node action may take (a graceful stop, a start until ready).
@@ -500,6 +514,8 @@ pub enum HealAction {
     ResumeBroker(i32),
     /// Remove a proxy rule (the network heals; held frames are released).
     RemoveRule(sinkhole_faults::proxy::RuleId),
+    /// Reconnect nodes the engine disconnected (containers `net-blackhole`).
+    Rejoin(Vec<i32>),
 }
 
 /// One firing of a fault: what it did when it started, and when it ended.

@@ -1,0 +1,312 @@
+//! Network and protocol faults on the containers backend: the rig's Kafka-aware proxy on the host
+//! in front of every container's published listener, which advertises the proxy's port.
+//!
+//! - `containers_proxy_fronts_the_published_listener`: a 1-node cluster with the proxy; the
+//!   broker advertises the proxy port, the rig's own client crosses the proxy (the proxy lists
+//!   its connection), a protocol-error rule on ApiVersions requests answers in the proxy's name,
+//!   and teardown stops the proxy (its port refuses connections) and leaves nothing on the engine.
+//! - `containers_endtxn_response_dropped`: `sinkhole run scenarios/endtxn-response-dropped.yaml
+//!   --backend containers`: the EndTxn response is dropped by the proxy (the fault is confirmed:
+//!   `fault-ended` in history.jsonl with stats.dropped ≥ 1), the verdict is the local one.
+//! - `containers_refuse_broker_to_broker_partitions`: a partition between broker groups cannot be
+//!   made by a proxy that sees only client traffic: refused with the reason, exit 2.
+//!
+//! Without an engine the first two print why and return (see containers_live.rs).
+#![allow(clippy::await_holding_lock)]
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use sinkhole_faults::proxy::{Action, Frames, Match, Rule};
+use sinkhole_rig::cluster::containers::{self, ContainersCluster, ContainersSpec};
+use sinkhole_workloads::wire::client::{Client, ClientConfig};
+
+/// The engine and the image, or the reason the test cannot run here (printed; the test returns).
+async fn ready_to_run(test: &str) -> bool {
+    if let Err(e) = containers::engine_available().await {
+        eprintln!("SKIPPED {test}: {e}");
+        return false;
+    }
+    let docker = containers::engine().await.expect("engine");
+    let tag = sinkhole_rig::image::default_tag("4.4.0");
+    if docker.inspect_image(&tag).await.is_err() {
+        let out = Command::new(common::bin()).args(["image", "build", "--kafka", "4.4.0"]).output().unwrap();
+        assert!(out.status.success(), "image build: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containers_proxy_fronts_the_published_listener() {
+    let _turn = common::serial();
+    if !ready_to_run("containers_proxy_fronts_the_published_listener").await {
+        return;
+    }
+    let dir = common::test_dir("containers-proxy");
+    let mut spec = ContainersSpec::new("4.4.0", 1, dir.clone(), &format!("it-proxy-{}", std::process::id()));
+    spec.proxy = Some(7);
+    let mut cluster = ContainersCluster::start(spec).await.expect("start a 1-node cluster with the proxy");
+    let node = cluster.node(1).unwrap();
+    let proxy_port = node.proxy_port.expect("a proxy port");
+    assert_ne!(proxy_port, node.host_port);
+    assert_eq!(node.bootstrap(), format!("127.0.0.1:{proxy_port}"));
+    let proxy = cluster.proxy().expect("the cluster has the proxy");
+    let routes = proxy.routes();
+    assert_eq!(routes.len(), 1, "{routes:?}");
+    assert_eq!(routes[0].upstream.port(), node.host_port);
+
+    // The broker advertises the proxy's port, so a client that bootstraps anywhere comes back to it.
+    let cfg = ClientConfig {
+        client_id: "sinkhole-it".into(),
+        request_timeout: Duration::from_secs(3),
+        retry_deadline: Duration::from_secs(3),
+        ..ClientConfig::default()
+    };
+    let mut direct = Client::connect(&[format!("127.0.0.1:{}", node.host_port)], cfg.clone()).await.unwrap();
+    let md = direct.metadata(Some(&[])).await.unwrap();
+    assert_eq!(md.brokers.len(), 1);
+    assert_eq!(md.brokers[0].port, i32::from(proxy_port), "advertised: {:?}", md.brokers);
+    let mut via = Client::connect(&[node.bootstrap()], cfg.clone()).await.unwrap();
+    via.metadata(Some(&[])).await.unwrap();
+    let conns = proxy.connections();
+    assert!(conns.iter().any(|(_, n, id)| *n == 1 && id == "sinkhole-it"), "{conns:?}");
+
+    // A protocol fault acts on this backend: Metadata responses are dropped by the proxy, so the
+    // client's Metadata times out; removing the rule heals it.
+    let id = proxy.add(Rule {
+        name: "metadata-dropped".into(),
+        matches: Match { api_keys: vec![3], frames: Some(Frames::Response), ..Match::default() },
+        action: Action::Drop,
+    });
+    let t0 = std::time::Instant::now();
+    let lost = via.metadata(Some(&[])).await;
+    let stats = proxy.remove(id);
+    eprintln!("with the rule ({} ms): {:?}; stats {stats:?}", t0.elapsed().as_millis(), lost.as_ref().err());
+    assert!(lost.is_err(), "Metadata answered through a rule that drops its responses");
+    assert!(stats.dropped >= 1, "{stats:?}");
+    assert!(stats.samples.iter().any(|s| s.contains("Metadata") && s.contains("sinkhole-it")), "{stats:?}");
+    let mut healed = Client::connect(&[node.bootstrap()], cfg).await.expect("healed");
+    healed.metadata(Some(&[])).await.unwrap();
+
+    let run_id = cluster.run_id.clone();
+    cluster.teardown().await;
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.1", proxy_port)).await.is_err(),
+        "the proxy still listens after teardown"
+    );
+    let docker = containers::engine().await.unwrap();
+    let (cs, nets, vols) = containers::leftovers(&docker, &run_id).await.unwrap();
+    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every `fault-ended` event of a history file (the event object, wherever the line nests it).
+fn fault_ended(history: &Path) -> Vec<Value> {
+    fn find(v: &Value, out: &mut Vec<Value>) {
+        match v {
+            Value::Object(m) => {
+                if m.get("type").and_then(Value::as_str) == Some("fault-ended") {
+                    out.push(v.clone());
+                }
+                m.values().for_each(|x| find(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| find(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for line in std::fs::read_to_string(history).unwrap().lines() {
+        if let Ok(v) = serde_json::from_str::<Value>(line) {
+            find(&v, &mut out);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containers_endtxn_response_dropped() {
+    let _turn = common::serial();
+    if !ready_to_run("containers_endtxn_response_dropped").await {
+        return;
+    }
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/endtxn-response-dropped.yaml");
+    let (out, results, dir) = run_on_containers(
+        "containers-endtxn",
+        scenario,
+        &["--seed", "61", "--mode", "twopc-inject", "--mode", "legacy"],
+    )
+    .await;
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    for mode in ["twopc-inject", "legacy"] {
+        let m = summary["modes"].as_array().unwrap().iter().find(|m| m["mode"] == mode).cloned().unwrap();
+        assert_eq!(m["outcome"], "pass", "{m}");
+        assert_eq!(m["counts"]["lost"], 0, "{m}");
+        assert_eq!(m["counts"]["duplicated"], 0, "{m}");
+        // The fault's effect was confirmed through the proxy on this backend.
+        let ended = fault_ended(&dir.join(mode).join("history.jsonl"));
+        assert_eq!(ended.len(), 1, "{ended:?}");
+        let stats = &ended[0]["effect"]["stats"];
+        eprintln!("{mode}: fault-ended stats {stats}");
+        assert!(stats["dropped"].as_u64().unwrap() >= 1, "{stats}");
+        assert!(stats["samples"].to_string().contains("EndTxn"), "{stats}");
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(mode).join("verdict.json")).unwrap()).unwrap();
+        assert!(v["faults"].as_array().unwrap().iter().all(|f| f["fired"] == true && f["confirmed"] == true), "{v}");
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let run_id = summary["run_id"].as_str().unwrap();
+    let docker = containers::engine().await.unwrap();
+    let (cs, nets, vols) = containers::leftovers(&docker, run_id).await.unwrap();
+    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+/// `sinkhole run SCENARIO --backend containers ARGS`: its output, the results
+/// directory and the run directory inside it.
+async fn run_on_containers(
+    name: &str,
+    scenario: std::path::PathBuf,
+    args: &[&str],
+) -> (std::process::Output, std::path::PathBuf, std::path::PathBuf) {
+    let results = common::test_dir(name);
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let (out, results) = tokio::task::spawn_blocking(move || {
+        let out = Command::new(common::bin())
+            .arg("run")
+            .arg(&scenario)
+            .args(["--backend", "containers"])
+            .args(&args)
+            .arg("--results")
+            .arg(&results)
+            .output()
+            .expect("run sinkhole");
+        (out, results)
+    })
+    .await
+    .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    let dir = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("summary.json").exists())
+        .unwrap_or_else(|| panic!("no summary.json: {}", String::from_utf8_lossy(&out.stderr)));
+    (out, results, dir)
+}
+
+/// `net-blackhole` on containers: the engine disconnects the node from the
+/// run's network for the fault's duration and reconnects it; the job stalls,
+/// recovers, and stays exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containers_blackhole_disconnects_the_node() {
+    let _turn = common::serial();
+    if !ready_to_run("containers_blackhole_disconnects_the_node").await {
+        return;
+    }
+    let scenario = common::test_dir("containers-blackhole-scenario").with_extension("yaml");
+    std::fs::write(
+        &scenario,
+        "name: containers-blackhole\ncluster: {brokers: 1, kafka: 4.4.0, backend: containers}\n\
+         topic: {partitions: 2, replication_factor: 1}\n\
+         job: {parallelism: 1, records_per_subtask: 6000, rate_per_subtask: 1000, checkpoint_interval_ms: 500, \
+         transaction_timeout_ms: 60000, restart_delay_ms: 200}\n\
+         modes: [twopc-inject]\n\
+         faults:\n  - {name: cut-off, kind: net-blackhole, target: [1], when: {at_ms: 1500}, duration_ms: 3000}\n\
+         expect: {twopc-inject: clean}\n",
+    )
+    .unwrap();
+    let (out, results, dir) = run_on_containers("containers-blackhole", scenario.clone(), &["--seed", "5"]).await;
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let m = &summary["modes"][0];
+    assert_eq!(m["outcome"], "pass", "{m}");
+    let history = std::fs::read_to_string(dir.join("twopc-inject").join("history.jsonl")).unwrap();
+    let started: Vec<Value> = history
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "fault-started")
+        .collect();
+    assert_eq!(started.len(), 1, "{started:?}");
+    let effect = &started[0]["effect"];
+    eprintln!("blackhole effect {effect}");
+    assert_eq!(effect["how"], "engine network disconnect", "{effect}");
+    assert_eq!(effect["nodes"][0]["confirmed"], true, "{effect}");
+    let ended = fault_ended(&dir.join("twopc-inject").join("history.jsonl"));
+    assert_eq!(ended[0]["effect"]["nodes"][0]["network"]["confirmed"], true, "{ended:?}");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let run_id = summary["run_id"].as_str().unwrap();
+    let docker = containers::engine().await.unwrap();
+    let (cs, nets, vols) = containers::leftovers(&docker, run_id).await.unwrap();
+    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    let _ = std::fs::remove_dir_all(&results);
+    let _ = std::fs::remove_file(&scenario);
+}
+
+/// No engine needed: the refusal comes before any container.
+#[test]
+fn containers_refuse_broker_to_broker_partitions() {
+    let dir = common::test_dir("containers-refuse");
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("b2b.yaml");
+    std::fs::write(
+        &scenario,
+        "name: b2b\ncluster: {brokers: 3, kafka: 4.4.0, backend: containers}\n\
+         topic: {partitions: 3, replication_factor: 3}\n\
+         job: {parallelism: 1, records_per_subtask: 100, rate_per_subtask: 100, checkpoint_interval_ms: 1000, transaction_timeout_ms: 60000}\n\
+         modes: [legacy]\n\
+         faults:\n  - {name: split, kind: net-partition, from: [broker-1], to: [broker-2, broker-3], \
+         when: {at_ms: 1000}, duration_ms: 1000}\n",
+    )
+    .unwrap();
+    let out = Command::new(common::bin()).arg("run").arg(&scenario).arg("--results").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("fault split") && err.contains("broker↔broker"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Isolating a node from the run's network (the engine's disconnect) and healing it (connect
+/// with its name as alias), each confirmed by inspecting the container's networks; the broker
+/// answers again after the heal. Whether clients keep reaching an isolated node is printed (the
+/// published port belongs to the network it left).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containers_isolate_and_rejoin_a_node() {
+    let _turn = common::serial();
+    if !ready_to_run("containers_isolate_and_rejoin_a_node").await {
+        return;
+    }
+    let dir = common::test_dir("containers-isolate");
+    let spec = ContainersSpec::new("4.4.0", 1, dir.clone(), &format!("it-isolate-{}", std::process::id()));
+    let mut cluster = ContainersCluster::start(spec).await.expect("start a 1-node cluster");
+    let network = cluster.network.clone();
+    assert_eq!(cluster.networks_of(1).await.unwrap(), vec![network.clone()]);
+    let cut = cluster.isolate(1).await.expect("disconnect");
+    eprintln!("isolate: {cut:?}");
+    assert!(cut.confirmed && !cut.networks.contains(&network), "{cut:?}");
+    let cfg = ClientConfig {
+        request_timeout: Duration::from_secs(2),
+        retry_deadline: Duration::from_secs(1),
+        ..ClientConfig::default()
+    };
+    let bootstrap = cluster.node(1).unwrap().bootstrap();
+    let t0 = std::time::Instant::now();
+    let reach = match Client::connect(&[bootstrap], cfg).await {
+        Ok(mut c) => c.metadata(Some(&[])).await.map(|_| ()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    eprintln!("a client while isolated ({} ms): {reach:?}", t0.elapsed().as_millis());
+    let heal = cluster.rejoin(1).await.expect("connect");
+    eprintln!("rejoin: {heal:?}");
+    assert!(heal.confirmed && heal.networks.contains(&network), "{heal:?}");
+    let t0 = std::time::Instant::now();
+    cluster.wait_ready(Duration::from_secs(60)).await.expect("the broker answers after the heal");
+    eprintln!("ready {} ms after the heal", t0.elapsed().as_millis());
+    let run_id = cluster.run_id.clone();
+    cluster.teardown().await;
+    let docker = containers::engine().await.unwrap();
+    let (cs, nets, vols) = containers::leftovers(&docker, &run_id).await.unwrap();
+    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
