@@ -1013,6 +1013,16 @@ pub fn fault_evidence(effect: &serde_json::Value) -> Vec<String> {
             out.extend(samples.iter().take(3).filter_map(|s| s.as_str()).map(str::to_string));
         }
     }
+    if let Some(txns) = effect.pointer("/end/transactions_at_resume").and_then(|v| v.as_array()) {
+        for t in txns {
+            out.push(format!(
+                "at the resume, {} was {} (epoch {})",
+                t.get("transactional_id").and_then(|v| v.as_str()).unwrap_or("?"),
+                t.get("state").and_then(|v| v.as_str()).unwrap_or("?"),
+                t.get("producer_epoch").and_then(|v| v.as_i64()).unwrap_or(-1)
+            ));
+        }
+    }
     if let Some(w) = effect.pointer("/end/why_unconfirmed").and_then(|v| v.as_str()) {
         out.push(format!("not confirmed: {w}"));
     }

@@ -1420,6 +1420,11 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     FaultKind::PauseWorkers => {
                         let d = duration.unwrap_or(0);
                         effect["duration_ms"] = json!(d);
+                        // The transactions the frozen workers hold open: at the
+                        // resume, the broker's view of them is the evidence of
+                        // what a pause past the transaction timeout did.
+                        let open: Vec<String> = hit.iter().map(|(s, _)| self.current_tid(*s)).collect();
+                        effect["open_transactions"] = json!(open);
                         self.fault_started(f, all_confirmed && !hit.is_empty(), effect)?;
                         self.heals.push(Heal {
                             at: Some(Instant::now() + Duration::from_millis(d)),
@@ -1816,6 +1821,26 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
     async fn heal(&mut self, h: Heal) -> anyhow::Result<()> {
         let effect = match h.action {
             HealAction::ResumeWorkers(list) => {
+                // Before the workers run again: did the broker abort what
+                // they held open (a pause past the transaction timeout)?
+                let open: Vec<String> = self.faults[h.fault]
+                    .firings
+                    .last()
+                    .and_then(|f| f.start.get("open_transactions"))
+                    .and_then(|v| serde_json::from_value(v.clone()).ok())
+                    .unwrap_or_default();
+                let long = self.faults[h.fault].spec.duration_ms.unwrap_or(0)
+                    > u64::try_from(self.cfg.job.transaction_timeout_ms).unwrap_or(u64::MAX);
+                let transactions = if long && !open.is_empty() {
+                    self.wait_broker_op().await?;
+                    let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
+                    match brokers.describe_transactions(open).await {
+                        Ok(v) => v,
+                        Err(e) => json!({"error": e}),
+                    }
+                } else {
+                    serde_json::Value::Null
+                };
                 let mut out = vec![];
                 for (s, pid) in list {
                     out.push(match self.launcher.signal(pid, Signal::SIGCONT) {
@@ -1824,7 +1849,11 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                         Err(e) => json!({"subtask": s, "pid": pid, "gone": e}),
                     });
                 }
-                json!({"workers": out})
+                if transactions.is_null() {
+                    json!({"workers": out})
+                } else {
+                    json!({"workers": out, "transactions_at_resume": transactions})
+                }
             }
             HealAction::RemoveRule(id) => {
                 let Some(proxy) = self.proxy.clone() else { return Ok(()) };

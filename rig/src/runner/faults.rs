@@ -47,6 +47,35 @@ pub trait Brokers: Send {
     fn proxy(&self) -> Option<sinkhole_faults::proxy::Proxy> {
         None
     }
+    /// The coordinator's view of these transactional ids now
+    /// (DescribeTransactions): state, epoch, timeout — the evidence that the
+    /// broker aborted a transaction by timeout, or kept it.
+    fn describe_transactions(
+        &mut self,
+        ids: Vec<String>,
+    ) -> impl Future<Output = Result<serde_json::Value, String>> + Send {
+        let bootstrap = self.bootstrap();
+        async move {
+            let config = ClientConfig {
+                client_id: "sinkhole-faults".into(),
+                request_timeout: Duration::from_secs(5),
+                retry_deadline: Duration::from_secs(10),
+                ..ClientConfig::default()
+            };
+            let mut client = Client::connect(&bootstrap, config).await.map_err(|e| e.to_string())?;
+            let found = client.describe_transactions(&ids).await.map_err(|e| e.to_string())?;
+            Ok(serde_json::Value::Array(
+                found
+                    .iter()
+                    .map(|d| {
+                        json!({"transactional_id": d.transactional_id, "state": d.state,
+                               "producer_id": d.producer_id, "producer_epoch": d.producer_epoch,
+                               "timeout_ms": d.timeout_ms, "error": d.error.map(|e| e.to_string())})
+                    })
+                    .collect(),
+            ))
+        }
+    }
     /// Whether `net-blackhole` cuts a node off the network itself (containers:
     /// the engine disconnects it from the run's network) rather than through
     /// the proxy (local nodes, whose every listener the proxy fronts).
