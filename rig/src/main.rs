@@ -109,6 +109,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Render report.html again for a stored run (results/<run-id>), from
+    /// its verdicts and histories: after an upgrade of the rig, or to read
+    /// an old run with the current report. No cluster needed.
+    Report {
+        /// The run's results directory.
+        dir: PathBuf,
+    },
     /// Check scenario files without running them: every problem as
     /// `file:line:column: field: message` with the line (exit 0 when all are
     /// valid, 2 otherwise). The format: docs/SCENARIOS.md.
@@ -392,6 +399,14 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
             Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
             Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
         },
+        Command::Report { dir } => {
+            if !dir.join("summary.json").exists() {
+                return Err(bad(anyhow!("{}: not a run directory (no summary.json)", dir.display())));
+            }
+            let path = sinkhole_rig::report::write_report(&dir).map_err(Failure::Failed)?;
+            println!("{}", path.display());
+            Ok(())
+        }
         Command::Validate { files, json } => {
             let (out, ok) = sinkhole_rig::schedule::validate_files(&files, json);
             print!("{out}");

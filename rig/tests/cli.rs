@@ -213,3 +213,12 @@ fn ctrl_c_and_sigkill_of_the_rig_leave_no_broker() {
     wait_gone(jvm);
     assert!(second_dir.exists(), "a SIGKILLed probe cannot clean up: the next probe does");
 }
+
+#[test]
+fn report_of_a_directory_that_is_no_run_is_one_clear_error() {
+    let dir = common::test_dir("report-not-a-run");
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = sinkhole(&["report", dir.to_str().unwrap()]);
+    assert_bad_input(&o, "not a run directory (no summary.json)");
+    let _ = std::fs::remove_dir_all(&dir);
+}
