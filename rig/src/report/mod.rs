@@ -1013,10 +1013,11 @@ pub fn fault_evidence(effect: &serde_json::Value) -> Vec<String> {
             out.extend(samples.iter().take(3).filter_map(|s| s.as_str()).map(str::to_string));
         }
     }
-    if let Some(txns) = effect.pointer("/end/transactions_at_resume").and_then(|v| v.as_array()) {
+    if let Some(txns) = start.pointer("/while_frozen/transactions").and_then(|v| v.as_array()) {
+        let after = start.pointer("/while_frozen/after_ms").and_then(|v| v.as_i64()).unwrap_or(0);
         for t in txns {
             out.push(format!(
-                "at the resume, {} was {} (epoch {})",
+                "{after} ms into the pause, {} was {} (epoch {})",
                 t.get("transactional_id").and_then(|v| v.as_str()).unwrap_or("?"),
                 t.get("state").and_then(|v| v.as_str()).unwrap_or("?"),
                 t.get("producer_epoch").and_then(|v| v.as_i64()).unwrap_or(-1)
@@ -1050,6 +1051,10 @@ mod evidence_tests {
         let lines = fault_evidence(&drop);
         assert_eq!(lines[0], "proxy: matched 2, dropped 1, delayed 0, errors injected 0, connections reset 0");
         assert!(lines[1].starts_with("EndTxn v5 response"), "{lines:?}");
+
+        let frozen = json!({"start": {"while_frozen": {"after_ms": 5500, "transactions": [
+            {"transactional_id": "t-0-3", "state": "CompleteAbort", "producer_epoch": 1}]}}});
+        assert_eq!(fault_evidence(&frozen), vec!["5500 ms into the pause, t-0-3 was CompleteAbort (epoch 1)"]);
 
         let missed = json!({"start": {"workers": [{"subtask": 0, "error": "no worker running"}]},
                             "end": {"why_unconfirmed": "the rule matched no frame it could act on"}});

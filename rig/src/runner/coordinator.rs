@@ -1425,6 +1425,19 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                         // what a pause past the transaction timeout did.
                         let open: Vec<String> = hit.iter().map(|(s, _)| self.current_tid(*s)).collect();
                         effect["open_transactions"] = json!(open);
+                        // Past the transaction timeout plus the broker's abort
+                        // scan (≤ 1 s in the library; 1.5 s margin), while
+                        // still frozen: the broker's view then is the evidence.
+                        let look_after = u64::try_from(self.cfg.job.transaction_timeout_ms)
+                            .unwrap_or(u64::MAX)
+                            .saturating_add(1_500);
+                        if d > look_after && !open.is_empty() {
+                            self.heals.push(Heal {
+                                at: Some(Instant::now() + Duration::from_millis(look_after)),
+                                fault: f,
+                                action: HealAction::ObserveOpen(open),
+                            });
+                        }
                         self.fault_started(f, all_confirmed && !hit.is_empty(), effect)?;
                         self.heals.push(Heal {
                             at: Some(Instant::now() + Duration::from_millis(d)),
@@ -1821,26 +1834,6 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
     async fn heal(&mut self, h: Heal) -> anyhow::Result<()> {
         let effect = match h.action {
             HealAction::ResumeWorkers(list) => {
-                // Before the workers run again: did the broker abort what
-                // they held open (a pause past the transaction timeout)?
-                let open: Vec<String> = self.faults[h.fault]
-                    .firings
-                    .last()
-                    .and_then(|f| f.start.get("open_transactions"))
-                    .and_then(|v| serde_json::from_value(v.clone()).ok())
-                    .unwrap_or_default();
-                let long = self.faults[h.fault].spec.duration_ms.unwrap_or(0)
-                    > u64::try_from(self.cfg.job.transaction_timeout_ms).unwrap_or(u64::MAX);
-                let transactions = if long && !open.is_empty() {
-                    self.wait_broker_op().await?;
-                    let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
-                    match brokers.describe_transactions(open).await {
-                        Ok(v) => v,
-                        Err(e) => json!({"error": e}),
-                    }
-                } else {
-                    serde_json::Value::Null
-                };
                 let mut out = vec![];
                 for (s, pid) in list {
                     out.push(match self.launcher.signal(pid, Signal::SIGCONT) {
@@ -1849,11 +1842,33 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                         Err(e) => json!({"subtask": s, "pid": pid, "gone": e}),
                     });
                 }
-                if transactions.is_null() {
-                    json!({"workers": out})
-                } else {
-                    json!({"workers": out, "transactions_at_resume": transactions})
+                json!({"workers": out})
+            }
+            HealAction::ObserveOpen(ids) => {
+                let attempt = self.attempt.number;
+                let started_in =
+                    self.faults[h.fault].firings.last().and_then(|f| f.start.get("attempt")).and_then(|a| a.as_u64());
+                self.wait_broker_op().await?;
+                let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
+                let seen = match brokers.describe_transactions(ids).await {
+                    Ok(v) => v,
+                    Err(e) => json!({"error": e}),
+                };
+                let mut obs = json!({"after_ms": self.cfg.job.transaction_timeout_ms as i64 + 1_500,
+                                     "transactions": seen});
+                if started_in != Some(u64::from(attempt)) {
+                    // A failover meanwhile: the next attempt reuses the ids.
+                    obs["note"] = json!(format!(
+                        "the job failed over during the pause (attempt {} now): these ids may belong to the new attempt",
+                        attempt
+                    ));
                 }
+                let name = self.faults[h.fault].name.clone();
+                self.coord(EventKind::Note { text: format!("fault {name}: the broker's view while frozen: {obs}") })?;
+                if let Some(firing) = self.faults[h.fault].firings.last_mut() {
+                    firing.start["while_frozen"] = obs;
+                }
+                return Ok(());
             }
             HealAction::RemoveRule(id) => {
                 let Some(proxy) = self.proxy.clone() else { return Ok(()) };

@@ -545,6 +545,10 @@ pub enum HealAction {
     RemoveRule(sinkhole_faults::proxy::RuleId),
     /// Reconnect nodes the engine disconnected (containers `net-blackhole`).
     Rejoin(Vec<i32>),
+    /// Not a heal: while frozen workers are still frozen, past the
+    /// transaction timeout, ask the broker what became of the transactions
+    /// they hold open (DescribeTransactions). The fault goes on.
+    ObserveOpen(Vec<String>),
 }
 
 /// One firing of a fault: what it did when it started, and when it ended.
