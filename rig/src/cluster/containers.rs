@@ -773,7 +773,7 @@ impl ContainersCluster {
             }
             let mut all = true;
             for &id in &want {
-                if let Err(e) = node_sees(&self.node(id)?.bootstrap(), &want).await {
+                if let Err(e) = super::local::node_sees(&self.node(id)?.bootstrap(), &want).await {
                     last = format!("node {id}: {e}");
                     all = false;
                     break;
@@ -798,7 +798,7 @@ impl ContainersCluster {
             if s.run_state() == RunState::Gone {
                 return Err(self.exited_error(id, "it was starting", &s).await);
             }
-            match node_sees(&self.node(id)?.bootstrap(), &expected).await {
+            match super::local::node_sees(&self.node(id)?.bootstrap(), &expected).await {
                 Ok(()) => return Ok(()),
                 Err(e) if started.elapsed() >= timeout => {
                     return Err(ClusterError::NotReady { secs: started.elapsed().as_secs_f64(), detail: e }.into())
@@ -1170,26 +1170,6 @@ pub async fn reap_when_stdin_closes(run_id: &str) -> Result<(usize, usize), Cont
     remove_run(&docker, run_id).await
 }
 
-/// One readiness probe of one node (the local backend's rule): it answers, and its Metadata lists
-/// exactly the expected broker ids (a fenced or unregistered broker is missing).
-async fn node_sees(bootstrap: &str, expected: &[i32]) -> Result<(), String> {
-    let cfg = ClientConfig {
-        request_timeout: Duration::from_secs(2),
-        retry_deadline: Duration::from_secs(1),
-        ..ClientConfig::default()
-    };
-    let mut client = Client::connect(&[bootstrap.to_string()], cfg).await.map_err(|e| e.to_string())?;
-    let md = client.metadata(Some(&[])).await.map_err(|e| e.to_string())?;
-    let mut seen: Vec<i32> = md.brokers.iter().map(|b| b.node_id).collect();
-    seen.sort_unstable();
-    let mut want = expected.to_vec();
-    want.sort_unstable();
-    if seen == want {
-        Ok(())
-    } else {
-        Err(format!("metadata lists brokers {seen:?}, expected {want:?}"))
-    }
-}
 
 /// How long a node action the runner takes may last (a graceful stop, a start until ready), as
 /// for the local backend.

@@ -799,8 +799,8 @@ impl From<NodeAddrRecord> for NodeAddr {
 
 /// One readiness probe of one node: it answers ApiVersions, and its Metadata
 /// lists exactly the expected broker ids (a fenced or unregistered broker is
-/// missing from Metadata).
-async fn node_sees(bootstrap: &str, expected: &[i32]) -> Result<(), String> {
+/// missing from Metadata). The containers backend uses the same rule.
+pub(crate) async fn node_sees(bootstrap: &str, expected: &[i32]) -> Result<(), String> {
     let cfg = ClientConfig {
         request_timeout: Duration::from_secs(2),
         retry_deadline: Duration::from_secs(1),
