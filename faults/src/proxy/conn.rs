@@ -101,6 +101,43 @@ async fn killed(kill: &mut watch::Receiver<bool>) {
     }
 }
 
+/// What one direction's reader gets next.
+enum Next {
+    Frame(Bytes),
+    /// The peer closed its side cleanly.
+    Closed,
+    /// The connection was killed (reset) or its stream broke (then the whole
+    /// connection is reset): this direction is over.
+    Gone,
+}
+
+/// The next frame of one direction, unless the connection is killed first.
+async fn next_frame(
+    conn: &Conn,
+    frames: &mut FrameReader<OwnedReadHalf>,
+    kill: &mut watch::Receiver<bool>,
+    direction: &str,
+) -> Next {
+    let next = tokio::select! {
+        biased;
+        _ = killed(kill) => {
+            let _ = frames.get_ref().as_ref().set_zero_linger();
+            return Next::Gone;
+        }
+        r = frames.next() => r,
+    };
+    match next {
+        Ok(Some(f)) => Next::Frame(f),
+        Ok(None) => Next::Closed,
+        Err(e) => {
+            tracing::debug!(conn = conn.id, "proxy: {direction} stream ended: {e}");
+            let _ = frames.get_ref().as_ref().set_zero_linger();
+            conn.kill();
+            Next::Gone
+        }
+    }
+}
+
 async fn write_loop(shared: &Shared, conn: &Conn, mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Write>) {
     let mut kill = conn.kill.subscribe();
     let mut removals = shared.removals.subscribe();
@@ -151,23 +188,9 @@ async fn requests(
     let mut kill = conn.kill.subscribe();
     let mut frames = FrameReader::new(rd);
     loop {
-        let next = tokio::select! {
-            biased;
-            _ = killed(&mut kill) => {
-                let _ = frames.get_ref().as_ref().set_zero_linger();
-                return;
-            }
-            r = frames.next() => r,
-        };
-        let frame = match next {
-            Ok(Some(f)) => f,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::debug!(conn = conn.id, "proxy: request stream ended: {e}");
-                let _ = frames.get_ref().as_ref().set_zero_linger();
-                conn.kill();
-                return;
-            }
+        let frame = match next_frame(conn, &mut frames, &mut kill, "request").await {
+            Next::Frame(f) => f,
+            Next::Closed | Next::Gone => return,
         };
         let Some(h) = frame::request_header(&frame) else {
             let _ = to_upstream.send(Out { frame, hold: None }.into());
@@ -267,29 +290,16 @@ async fn responses(shared: &Shared, conn: &Conn, rd: OwnedReadHalf, to_client: U
     let mut kill = conn.kill.subscribe();
     let mut frames = FrameReader::new(rd);
     loop {
-        let next = tokio::select! {
-            biased;
-            _ = killed(&mut kill) => {
-                let _ = frames.get_ref().as_ref().set_zero_linger();
-                return;
-            }
-            r = frames.next() => r,
-        };
-        let frame = match next {
-            Ok(Some(f)) => f,
-            Ok(None) => {
+        let frame = match next_frame(conn, &mut frames, &mut kill, "response").await {
+            Next::Frame(f) => f,
+            Next::Closed => {
                 // The broker closed: so does the client's side, as it would
                 // see without the proxy (the requests reader holds a sender
                 // too, so the writer would not end by itself).
                 let _ = to_client.send(Write::Close);
                 return;
             }
-            Err(e) => {
-                tracing::debug!(conn = conn.id, "proxy: response stream ended: {e}");
-                let _ = frames.get_ref().as_ref().set_zero_linger();
-                conn.kill();
-                return;
-            }
+            Next::Gone => return,
         };
         let mut pending = lock(&conn.pending);
         let request = frame::response_correlation_id(&frame).and_then(|corr| {
