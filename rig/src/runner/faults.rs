@@ -220,10 +220,7 @@ impl Brokers for NoBrokers {
 
 /// The scenario name of a fault kind, e.g. `kill-workers`.
 pub fn kind_name(kind: FaultKind) -> String {
-    match serde_json::to_value(kind) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => format!("{kind:?}"),
-    }
+    kind.name().to_string()
 }
 
 /// A fault's label: its `name`, or its kind and index in the schedule.
@@ -882,6 +879,10 @@ mod tests {
         s.name = Some("restart the coordinator".into());
         assert_eq!(fault_name(&s, 4), "restart the coordinator");
         assert_eq!(kind_name(FaultKind::JobOutage), "job-outage");
+        // The hand-written names are the YAML (serde) names, for every kind.
+        for k in FaultKind::all() {
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(kind_name(*k)), "{k:?}");
+        }
     }
 
     #[test]
