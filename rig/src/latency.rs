@@ -296,6 +296,8 @@ pub enum LogError {
     Io { path: String, source: std::io::Error },
     #[error("{path}: {message}")]
     Format { path: String, message: String },
+    #[error(transparent)]
+    History(#[from] crate::history::ReadError),
 }
 
 /// Writes `intervals` as an HdrHistogram interval log (V2 compressed
@@ -380,8 +382,7 @@ pub fn finish_mode(
     history: &Path,
     tail: Option<&tail::TailResult>,
 ) -> Result<BTreeMap<String, Summary>, LogError> {
-    let events = crate::runner::history::read(history)
-        .map_err(|source| LogError::Io { path: history.display().to_string(), source })?;
+    let events = crate::history::read(history)?.events;
     let mut l = Latencies::from_history(mode, &events);
     if let Some(t) = tail {
         l.series(Metric::Visibility).merge(&t.visibility);
@@ -394,8 +395,7 @@ pub fn finish_mode(
 /// mode's `latency.hlog` when it exists (the history does not hold it).
 pub fn load_mode(mode: SinkMode, mode_dir: &Path) -> Result<Latencies, LogError> {
     let history = mode_dir.join("history.jsonl");
-    let events = crate::runner::history::read(&history)
-        .map_err(|source| LogError::Io { path: history.display().to_string(), source })?;
+    let events = crate::history::read(&history)?.events;
     let mut l = Latencies::from_history(mode, &events);
     let log = mode_dir.join(FILE_NAME);
     if log.exists() {

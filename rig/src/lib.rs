@@ -15,12 +15,14 @@
 //! - [`report`]: `report.html`, the run in a browser (inline SVG plots, no script).
 pub mod checker;
 pub mod cluster;
+pub mod history;
 pub mod image;
 pub mod install;
 pub mod junit;
 pub mod kafka_names;
 pub mod latency;
 pub mod matrix;
+pub mod nemesis;
 pub mod probe;
 pub mod procs;
 pub mod report;
@@ -28,6 +30,7 @@ pub mod run;
 pub mod runner;
 pub mod scenario;
 pub mod schedule;
+pub mod subject;
 pub mod utc;
 pub mod verdict;
 

@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
 
 use crate::checker::{CheckReport, Counts, Examples, UncommittedTail};
-use crate::runner::{FaultRecord, JobOutcome, ModeOutcome};
+use crate::history::fault::FaultRecord;
+use crate::history::{JobOutcome, ModeOutcome};
 use crate::scenario::{count_key, Cmp, CountName, ExpectWord, Expectation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,8 +292,13 @@ fn tail_text(t: &[UncommittedTail]) -> String {
     format!("uncommitted tail (a transaction left open): {}", parts.join(", "))
 }
 
+/// Faults that did not do what the scenario says: never fired, fired
+/// without a confirmed effect, or fired later than the rig's bound
+/// ([`crate::nemesis::LATE_BOUND`]) for a reason other than a restore in
+/// progress — the scenario that ran was not the one written.
 fn unconfirmed(faults: &[FaultRecord]) -> Option<String> {
-    let bad: Vec<String> = faults
+    let bound = crate::nemesis::LATE_BOUND.as_millis() as u64;
+    let mut bad: Vec<String> = faults
         .iter()
         .filter(|f| !f.fired || !f.confirmed)
         .map(|f| {
@@ -304,11 +310,30 @@ fn unconfirmed(faults: &[FaultRecord]) -> Option<String> {
             )
         })
         .collect();
+    for f in faults.iter().filter(|f| f.fired && f.confirmed) {
+        if let Some(t) = late_trigger(f).filter(|t| t.late_ms.is_some_and(|l| l > bound)) {
+            bad.push(format!(
+                "fault {} ({}) fired {} ms after its time ({}), more than the {bound} ms the rig allows",
+                f.name,
+                f.kind,
+                t.late_ms.unwrap_or(0),
+                t.late_because.as_deref().unwrap_or("the rig was busy")
+            ));
+        }
+    }
     if bad.is_empty() {
         None
     } else {
         Some(bad.join("; "))
     }
+}
+
+/// The latest of a fault's firings' triggers.
+fn late_trigger(f: &FaultRecord) -> Option<&crate::history::fault::Trigger> {
+    use crate::history::fault::FaultEffect;
+    let FaultEffect::Fired { start, firings, .. } = &f.effect else { return None };
+    let all = firings.iter().flatten().map(|fi| &fi.start).chain(std::iter::once(start));
+    all.filter_map(|s| s.trigger()).max_by_key(|t| t.late_ms.unwrap_or(0))
 }
 
 fn yes() -> bool {
@@ -393,7 +418,7 @@ mod tests {
             kind: "job-outage".into(),
             fired,
             confirmed,
-            effect: serde_json::Value::Null,
+            effect: crate::history::fault::FaultEffect::Skipped { skipped: String::new() },
         }
     }
 
@@ -482,6 +507,56 @@ mod tests {
         // clean expected, losses seen: real whatever the fault did.
         let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[fault(false, false)], Some(&report(counts(4, 0, 0))));
         assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+    }
+
+    #[test]
+    fn a_fault_that_fired_late_is_never_a_pass_unless_a_restore_deferred_it() {
+        use crate::history::fault::{FaultEffect, Start, Trigger, WorkersStart};
+        let kill = |trigger: Trigger| FaultRecord {
+            name: "kill-at-7s".into(),
+            kind: "kill-workers".into(),
+            fired: true,
+            confirmed: true,
+            effect: FaultEffect::Fired {
+                start: Start::Workers(WorkersStart {
+                    trigger,
+                    attempt: 0,
+                    workers: vec![],
+                    duration_ms: None,
+                    open_transactions: None,
+                    while_frozen: None,
+                    outage_ms: None,
+                }),
+                end: None,
+                firings: None,
+            },
+        };
+        let dup = cond(CountName::Duplicated, ">0");
+        let late = Trigger {
+            at_ms: Some(19_000),
+            late_ms: Some(12_000),
+            late_because: Some("the cluster was busy with fault restart".into()),
+            ..Trigger::default()
+        };
+        // The at-least-once control's kill came after every record was
+        // written: 0 duplicates is not a failure of the sink, and not a pass.
+        let j = judge(Some(&dup), &JobOutcome::Finished, &[kill(late.clone())], Some(&report(counts(0, 0, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Inconclusive, None), "{}", j.reason);
+        assert!(
+            j.reason.contains("fired 12000 ms after its time (the cluster was busy with fault restart)"),
+            "{}",
+            j.reason
+        );
+        // A clean expectation met under a late fault: inconclusive too.
+        let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[kill(late.clone())], Some(&report(counts(0, 0, 0))));
+        assert_eq!(j.outcome, Outcome::Inconclusive);
+        // Within the bound, or deferred by a restore (recorded as deferred_from_ms, not late_ms): judged as usual.
+        let on_time = Trigger { at_ms: Some(7_400), late_ms: Some(400), ..Trigger::default() };
+        let j = judge(Some(&dup), &JobOutcome::Finished, &[kill(on_time)], Some(&report(counts(0, 7, 0))));
+        assert_eq!(j.outcome, Outcome::Pass, "{}", j.reason);
+        let deferred = Trigger { at_ms: Some(12_000), deferred_from_ms: Some(7_000), ..Trigger::default() };
+        let j = judge(Some(&dup), &JobOutcome::Finished, &[kill(deferred)], Some(&report(counts(0, 7, 0))));
+        assert_eq!(j.outcome, Outcome::Pass, "{}", j.reason);
     }
 
     #[test]

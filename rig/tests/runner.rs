@@ -15,7 +15,8 @@ use std::time::Duration;
 use sinkhole_rig::checker::{self, CheckSpec, Expected};
 use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
 use sinkhole_rig::cluster::Cluster;
-use sinkhole_rig::runner::{history, run_mode, JobOutcome, ModeRun};
+use sinkhole_rig::history::{self, JobOutcome};
+use sinkhole_rig::runner::{run_mode, ModeRun};
 use sinkhole_rig::scenario::{
     ClusterSpec, FaultKind, FaultSpec, JobSpec, NamedTarget, Scenario, Target, TopicSpec, When,
 };
@@ -108,10 +109,10 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
     for f in &outcome.faults {
         assert!(f.fired && f.confirmed, "{f:?}");
     }
-    assert_eq!(outcome.faults[1].effect["start"]["coordinator"]["node"], 1);
-    assert_eq!(outcome.faults[1].effect["end"]["effect"]["signals"][0]["signal"], "SIGCONT");
+    assert_eq!(outcome.faults[1].effect.to_value()["start"]["coordinator"]["node"], 1);
+    assert_eq!(outcome.faults[1].effect.to_value()["end"]["effect"]["signals"][0]["signal"], "SIGCONT");
 
-    let events = history::read(&outcome.history).unwrap();
+    let events = history::read(&outcome.history).unwrap().events;
     assert!(events
         .iter()
         .any(|e| e.kind == EventKind::Restarting { attempt: 1, from_checkpoint: Some(2), delay_ms: 100 }));

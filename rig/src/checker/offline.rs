@@ -100,7 +100,7 @@ pub fn recheck_mode(run_dir: &Path, dir: &Path, warn: &mut dyn FnMut(&str)) -> R
     let mut v: Verdict = read_json(&vpath)?;
     // A mode the broker could not run was never drained (verdicts written
     // before `checked` existed say true by default).
-    let checked = v.checked && !matches!(v.job, crate::runner::JobOutcome::Unsupported { .. });
+    let checked = v.checked && !matches!(v.job, crate::history::JobOutcome::Unsupported { .. });
     let report = if checked {
         let hpath = dir.join("history.jsonl");
         let h = history::read(&hpath).map_err(bad)?;

@@ -202,7 +202,7 @@ pub struct NodeStatus {
 }
 
 /// What a lifecycle action did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeEffect {
     pub node_id: i32,
     pub action: NodeAction,

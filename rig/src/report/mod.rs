@@ -21,9 +21,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 use sinkhole_workloads::model::{EventKind, SinkMode};
 
+use crate::history::fault::{End, FaultEffect, Isolated, NodeResult, RuleEnd, Start, Transactions, WorkersStart};
 use crate::latency::{self, Latencies, Metric};
 use crate::run::{ModeSummary, Summary};
 use crate::scenario::Scenario;
+use crate::subject::WorkerHit;
 use crate::verdict::{Outcome, Verdict};
 
 pub mod charts;
@@ -912,9 +914,9 @@ fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
         // What the job did, for reading the counts.
         out.push_str("<table class=\"job\"><caption>job</caption>");
         let job = match &v.job {
-            crate::runner::JobOutcome::Finished => "finished".to_string(),
-            crate::runner::JobOutcome::Failed { reason } => format!("failed: {reason}"),
-            crate::runner::JobOutcome::Unsupported { error } => format!("unsupported: {error}"),
+            crate::history::JobOutcome::Finished => "finished".to_string(),
+            crate::history::JobOutcome::Failed { reason } => format!("failed: {reason}"),
+            crate::history::JobOutcome::Unsupported { error } => format!("unsupported: {error}"),
         };
         let rows = [
             ("outcome", job),
@@ -947,51 +949,66 @@ fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
 /// held when it was hit, the signals and what the kernel showed after them,
 /// what the proxy matched and did (with its samples). The full effect is in
 /// verdict.json and history.jsonl; this is the part worth a glance.
-pub fn fault_evidence(effect: &serde_json::Value) -> Vec<String> {
+pub fn fault_evidence(effect: &FaultEffect) -> Vec<String> {
     let mut out = Vec::new();
-    let start = effect.get("start").unwrap_or(effect);
-    if let Some(s) = start.pointer("/role/statement").and_then(|v| v.as_str()) {
-        out.push(s.to_string());
+    let Some(start) = effect.start() else { return out };
+    if let Some(r) = start.role() {
+        out.push(r.statement.clone());
     }
-    if let Some(nodes) = start.get("nodes").and_then(|v| v.as_array()) {
-        for n in nodes {
-            let node = n.get("node").and_then(|v| v.as_i64()).unwrap_or(-1);
-            let action = n.pointer("/effect/action").and_then(|v| v.as_str()).unwrap_or("?");
-            let signals: Vec<String> = n
-                .pointer("/effect/signals")
-                .and_then(|v| v.as_array())
-                .map(|a| {
-                    a.iter()
-                        .map(|s| {
-                            format!(
-                                "{} → {}",
-                                s.get("signal").and_then(|v| v.as_str()).unwrap_or("?"),
-                                s.get("observed").and_then(|v| v.as_str()).unwrap_or("?")
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let confirmed = n.get("confirmed").and_then(|v| v.as_bool()) == Some(true);
-            out.push(format!(
-                "node {node}: {action}{}{}",
-                if signals.is_empty() { String::new() } else { format!(" ({})", signals.join(", ")) },
-                if confirmed { ", confirmed" } else { ", not confirmed" }
-            ));
+    let state = |s: &sinkhole_faults::process::RunState| {
+        serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "?".into())
+    };
+    let node_line = |node: i32, action: &str, signals: &[String], confirmed: bool| {
+        format!(
+            "node {node}: {action}{}{}",
+            if signals.is_empty() { String::new() } else { format!(" ({})", signals.join(", ")) },
+            if confirmed { ", confirmed" } else { ", not confirmed" }
+        )
+    };
+    match start {
+        Start::Broker(b) => {
+            for n in &b.nodes {
+                out.push(match n {
+                    NodeResult::Done { node, confirmed, effect } => {
+                        let action = serde_json::to_value(effect.action)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_else(|| "?".into());
+                        let signals: Vec<String> =
+                            effect.signals.iter().map(|s| format!("{} → {}", s.signal, state(&s.observed))).collect();
+                        node_line(*node, &action, &signals, *confirmed)
+                    }
+                    NodeResult::Failed { node, confirmed, .. } => node_line(*node, "?", &[], *confirmed),
+                });
+            }
         }
+        Start::Isolation(i) => {
+            for n in &i.nodes {
+                let (node, confirmed) = match n {
+                    Isolated::Done { node, confirmed, .. } => {
+                        (*node, confirmed.as_ref().and_then(|c| c.as_bool()) == Some(true))
+                    }
+                    Isolated::Failed { node, confirmed, .. } => (*node, *confirmed),
+                };
+                out.push(node_line(node, "?", &[], confirmed));
+            }
+        }
+        _ => {}
     }
-    if let Some(workers) = start.get("workers").and_then(|v| v.as_array()) {
+    let workers = match start {
+        Start::Workers(w) => Some(&w.workers),
+        Start::Crash(c) => Some(&c.workers),
+        _ => None,
+    };
+    if let Some(workers) = workers {
         let hit: Vec<String> = workers
             .iter()
-            .map(|w| {
-                let s = w.get("subtask").and_then(|v| v.as_u64()).unwrap_or(0);
-                match (w.pointer("/signal/signal").and_then(|v| v.as_str()), w.get("error").and_then(|v| v.as_str())) {
-                    (Some(sig), _) => format!(
-                        "subtask {s} {sig} → {}",
-                        w.pointer("/signal/observed").and_then(|v| v.as_str()).unwrap_or("?")
-                    ),
-                    (None, Some(e)) => format!("subtask {s}: {e}"),
-                    _ => format!("subtask {s}"),
+            .map(|w| match w {
+                WorkerHit::Signalled { subtask, signal, .. } => {
+                    format!("subtask {subtask} {} → {}", signal.signal, state(&signal.observed))
+                }
+                WorkerHit::Failed { subtask, error, .. } | WorkerHit::NotRunning { subtask, error } => {
+                    format!("subtask {subtask}: {error}")
                 }
             })
             .collect();
@@ -999,32 +1016,25 @@ pub fn fault_evidence(effect: &serde_json::Value) -> Vec<String> {
             out.push(hit.join("; "));
         }
     }
-    if let Some(stats) = effect.pointer("/end/stats") {
-        let n = |k: &str| stats.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    if let Some(End::Rule(r)) = effect.end() {
+        let st = &r.stats;
         out.push(format!(
             "proxy: matched {}, dropped {}, delayed {}, errors injected {}, connections reset {}",
-            n("matched"),
-            n("dropped"),
-            n("delayed"),
-            n("errors_injected"),
-            n("connections_reset")
+            st.matched, st.dropped, st.delayed, st.errors_injected, st.connections_reset
         ));
-        if let Some(samples) = stats.get("samples").and_then(|v| v.as_array()) {
-            out.extend(samples.iter().take(3).filter_map(|s| s.as_str()).map(str::to_string));
+        out.extend(st.samples.iter().take(3).cloned());
+    }
+    if let Start::Workers(WorkersStart { while_frozen: Some(w), .. }) = start {
+        if let Transactions::Seen(txns) = &w.transactions {
+            for t in txns {
+                out.push(format!(
+                    "{} ms into the pause, {} was {} (epoch {})",
+                    w.after_ms, t.transactional_id, t.state, t.producer_epoch
+                ));
+            }
         }
     }
-    if let Some(txns) = start.pointer("/while_frozen/transactions").and_then(|v| v.as_array()) {
-        let after = start.pointer("/while_frozen/after_ms").and_then(|v| v.as_i64()).unwrap_or(0);
-        for t in txns {
-            out.push(format!(
-                "{after} ms into the pause, {} was {} (epoch {})",
-                t.get("transactional_id").and_then(|v| v.as_str()).unwrap_or("?"),
-                t.get("state").and_then(|v| v.as_str()).unwrap_or("?"),
-                t.get("producer_epoch").and_then(|v| v.as_i64()).unwrap_or(-1)
-            ));
-        }
-    }
-    if let Some(w) = effect.pointer("/end/why_unconfirmed").and_then(|v| v.as_str()) {
+    if let Some(End::Rule(RuleEnd { why_unconfirmed: Some(w), .. })) = effect.end() {
         out.push(format!("not confirmed: {w}"));
     }
     out
@@ -1033,35 +1043,57 @@ pub fn fault_evidence(effect: &serde_json::Value) -> Vec<String> {
 #[cfg(test)]
 mod evidence_tests {
     use super::fault_evidence;
+    use crate::history::fault::{End, FaultEffect, Start};
     use serde_json::json;
+
+    /// A fault record's effect of `kind`, read the way verdict.json is read.
+    fn effect(kind: &str, v: serde_json::Value) -> FaultEffect {
+        let e = FaultEffect::parse(kind, &v);
+        assert!(!matches!(e.start(), Some(Start::Other(_))), "{kind}: {v}");
+        assert!(!matches!(e.end(), Some(End::Other(_))), "{kind}: {v}");
+        e
+    }
 
     #[test]
     fn evidence_names_the_role_the_signals_and_the_proxy_counts() {
-        let kill = json!({"start": {
-            "role": {"statement": "node 1 was the txn-coordinator of t-0-3 at 2026-11-29T22:07:47.681Z"},
+        let role = json!({"role": "txn-coordinator", "of": "t-0-3", "node": 1, "found_by": "FindCoordinator",
+                          "at_wall_ms": 1, "statement": "node 1 was the txn-coordinator of t-0-3 at 2026-11-29T22:07:47.681Z"});
+        let kill = json!({"start": {"trigger": {"at_ms": 5}, "coordinator": role, "role": role, "duration_ms": null,
             "nodes": [{"node": 1, "confirmed": true,
-                       "effect": {"action": "kill", "signals": [{"signal": "SIGKILL", "observed": "zombie"}]}}]}});
-        let lines = fault_evidence(&kill);
+                       "effect": {"node_id": 1, "action": "kill", "new_pid": null, "ready": null, "elapsed_ms": 3,
+                                  "signals": [{"pid": 9, "signal": "SIGKILL", "confirmed": true, "observed": "zombie", "after_ms": 1}]}}]}});
+        let lines = fault_evidence(&effect("broker-kill", kill));
         assert_eq!(lines[0], "node 1 was the txn-coordinator of t-0-3 at 2026-11-29T22:07:47.681Z");
         assert_eq!(lines[1], "node 1: kill (SIGKILL → zombie), confirmed");
 
-        let drop = json!({"start": {"rule_id": 1}, "end": {"acted": true, "stats": {
+        let rule = json!({"name": "drop", "matches": {"from": [], "to": [], "both_ways": true, "one_way": false,
+            "api_keys": [26], "frames": "response", "transactional_id": null, "nth": null, "probability": null},
+            "action": {"action": "drop"}});
+        let drop = json!({"start": {"trigger": {"at_ms": 1}, "rule": rule, "rule_id": 1, "role": null, "duration_ms": 100},
+            "end": {"rule_id": 1, "acted": true, "stats": {
             "matched": 2, "dropped": 1, "delayed": 0, "errors_injected": 0, "connections_reset": 0,
             "samples": ["EndTxn v5 response corr 79 tid t-0-3 worker-0 → broker-1: dropped"]}}});
-        let lines = fault_evidence(&drop);
+        let lines = fault_evidence(&effect("protocol-drop", drop));
         assert_eq!(lines[0], "proxy: matched 2, dropped 1, delayed 0, errors injected 0, connections reset 0");
         assert!(lines[1].starts_with("EndTxn v5 response"), "{lines:?}");
 
-        let frozen = json!({"start": {"while_frozen": {"after_ms": 5500, "transactions": [
-            {"transactional_id": "t-0-3", "state": "CompleteAbort", "producer_epoch": 1}]}}});
-        assert_eq!(fault_evidence(&frozen), vec!["5500 ms into the pause, t-0-3 was CompleteAbort (epoch 1)"]);
-
-        let missed = json!({"start": {"workers": [{"subtask": 0, "error": "no worker running"}]},
-                            "end": {"why_unconfirmed": "the rule matched no frame it could act on"}});
-        let lines = fault_evidence(&missed);
+        let frozen = json!({"start": {"trigger": {"at_ms": 1}, "attempt": 0, "workers": [], "duration_ms": 8000,
+            "open_transactions": ["t-0-3"], "while_frozen": {"after_ms": 5500, "transactions": [
+            {"transactional_id": "t-0-3", "state": "CompleteAbort", "producer_id": 7, "producer_epoch": 1,
+             "timeout_ms": 4000, "error": null}]}}});
         assert_eq!(
-            lines,
-            vec!["subtask 0: no worker running", "not confirmed: the rule matched no frame it could act on"]
+            fault_evidence(&effect("pause-workers", frozen)),
+            vec!["5500 ms into the pause, t-0-3 was CompleteAbort (epoch 1)"]
         );
+
+        let missed = json!({"start": {"trigger": {"at_ms": 1}, "attempt": 0,
+                                      "workers": [{"subtask": 0, "error": "no worker running"}]}});
+        let lines = fault_evidence(&effect("kill-workers", missed));
+        assert_eq!(lines, vec!["subtask 0: no worker running"]);
+        let unacted = json!({"start": {"trigger": {"at_ms": 1}, "rule": rule, "rule_id": 2, "role": null, "duration_ms": 100},
+            "end": {"rule_id": 2, "acted": false, "why_unconfirmed": "the rule matched no frame it could act on",
+                    "stats": {"matched": 0, "dropped": 0, "delayed": 0, "errors_injected": 0, "connections_reset": 0, "samples": []}}});
+        let lines = fault_evidence(&effect("protocol-drop", unacted));
+        assert_eq!(lines.last().unwrap(), "not confirmed: the rule matched no frame it could act on");
     }
 }

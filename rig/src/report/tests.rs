@@ -7,8 +7,8 @@ use sinkhole_workloads::model::{CommitOutcome, Committable, Event, EventKind, Si
 use super::data::Timeline;
 use super::*;
 use crate::checker::{CheckReport, Counts, Example};
+use crate::history::{FaultRecord, JobOutcome, ModeOutcome};
 use crate::latency::Metric;
-use crate::runner::{FaultRecord, JobOutcome, ModeOutcome};
 use crate::scenario::{Condition, CountName, ExpectWord, Expectation};
 use crate::verdict::{self, VerdictInput};
 
@@ -167,7 +167,7 @@ fn results(tag: &str) -> PathBuf {
                 kind: "job-outage".into(),
                 fired: true,
                 confirmed: true,
-                effect: serde_json::Value::Null,
+                effect: crate::history::fault::FaultEffect::Skipped { skipped: String::new() },
             }],
             committables_dropped: if lose { 2 } else { 0 },
             wall_ms: 10_000,

@@ -1,24 +1,14 @@
-//! The first faults: worker kills, pauses and outages, broker kills, restarts
-//! and pauses; their triggers; and the cluster operations they need.
-//!
-//! Every fault leaves an effect the kernel or the cluster confirmed (a signal
-//! whose result was observed, a broker that answered again, the node that was
-//! the transaction coordinator at that moment), in `FaultStarted` /
-//! `FaultEnded` history events and in [`FaultRecord`]s. A fault that did not
-//! take effect is recorded as unconfirmed, never silently passed over: a run
-//! whose fault did nothing proves nothing.
+//! The cluster operations faults need, and the resolution of fault targets
+//! and proxy rules.
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use sinkhole_faults::proxy::{Action, Frames, Match, PeerGroup, Rule};
-use sinkhole_workloads::model::{EventKind, Source};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 
 use crate::cluster::local::{LocalCluster, NodeAction, NodeEffect};
-use crate::scenario::{FaultKind, FaultSpec, FrameDirection, Group, NamedTarget, NetDirection, Target, When};
-
-use super::FaultRecord;
+use crate::scenario::{FaultKind, FaultSpec, FrameDirection, Group, NamedTarget, NetDirection, Target};
 
 /// What the runner needs from the cluster: the node actions faults take, and
 /// where a transactional id's coordinator is right now.
@@ -223,118 +213,6 @@ pub fn kind_name(kind: FaultKind) -> String {
     kind.name().to_string()
 }
 
-/// A fault's label: its `name`, or its kind and index in the schedule.
-pub fn fault_name(spec: &FaultSpec, index: usize) -> String {
-    spec.name.clone().unwrap_or_else(|| format!("{}-{index}", kind_name(spec.kind)))
-}
-
-/// Time-triggered faults due `elapsed_ms` after the job first started, in
-/// schedule order.
-pub fn due_at(specs: &[FaultSpec], fired: &[bool], elapsed_ms: u64) -> Vec<usize> {
-    let mut due: Vec<(u64, usize)> = specs
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !fired[*i])
-        .filter_map(|(i, s)| match s.when {
-            When::AtMs(t) if t <= elapsed_ms => Some((t, i)),
-            _ => None,
-        })
-        .collect();
-    due.sort();
-    due.into_iter().map(|(_, i)| i).collect()
-}
-
-/// Faults an event triggers, in schedule order: those waiting for this event
-/// of checkpoint n, or — when n never happened (aborted, lost to a failover,
-/// declined) — for an earlier id, so "n" means "n, or the first later one".
-/// `source` is who recorded the event (worker events carry their subtask
-/// there). One-shot triggers only; `fired` marks those already fired.
-pub fn due_on_event(specs: &[FaultSpec], fired: &[bool], event: &EventKind, source: &Source) -> Vec<usize> {
-    specs
-        .iter()
-        .enumerate()
-        .filter(|(i, s)| !fired[*i] && event_matches(&s.when, event, source))
-        .map(|(i, _)| i)
-        .collect()
-}
-
-/// Whether `event` (recorded by `source`) is the moment trigger `when` waits for.
-pub fn event_matches(when: &When, event: &EventKind, source: &Source) -> bool {
-    match (*when, event, source) {
-        (When::CheckpointTriggered(n), EventKind::CheckpointTriggered { id }, Source::Coordinator) => n <= *id,
-        (
-            When::CheckpointAcked { checkpoint, subtask },
-            EventKind::CheckpointAcked { id, subtask: s },
-            Source::Coordinator,
-        ) => subtask == *s && checkpoint <= *id,
-        (When::CheckpointPersisted(n), EventKind::CheckpointPersisted { id, .. }, Source::Coordinator) => n <= *id,
-        (When::CheckpointNotified(n), EventKind::CheckpointNotified { id }, Source::Coordinator) => n <= *id,
-        // The first commit of checkpoint n by any worker (live or restored).
-        (When::CommitStarted(n), EventKind::CommitStarted { checkpoint, .. }, Source::Worker { .. }) => {
-            n <= *checkpoint
-        }
-        (
-            When::TxnOpened { subtask, checkpoint },
-            EventKind::TxnOpened { checkpoint: c, .. },
-            Source::Worker { subtask: s },
-        ) => subtask == *s && checkpoint.is_none_or(|n| n <= *c),
-        _ => false,
-    }
-}
-
-/// `every_ms` faults due `elapsed_ms` after the job first started: firing
-/// k (1-based) is due at k × period. `count[i]` firings happened so far;
-/// a fault whose last firing is still in effect (`busy`) waits for its heal
-/// (a pause is not stacked on a pause), then fires at once if overdue.
-pub fn due_every(specs: &[FaultSpec], count: &[u32], busy: &[bool], elapsed_ms: u64) -> Vec<usize> {
-    specs
-        .iter()
-        .enumerate()
-        .filter(|(i, s)| match s.when {
-            When::EveryMs(p) if p > 0 => {
-                !busy[*i]
-                    && s.times.is_none_or(|t| count[*i] < t)
-                    && (u64::from(count[*i]) + 1).saturating_mul(p) <= elapsed_ms
-            }
-            _ => false,
-        })
-        .map(|(i, _)| i)
-        .collect()
-}
-
-/// Why a fault that never fired did not.
-pub fn skipped_reason(spec: &FaultSpec, latest_persisted: Option<u64>, job_ran_ms: u64) -> String {
-    match spec.when {
-        When::AtMs(t) => format!("the job ended after {job_ran_ms} ms, before at_ms {t}"),
-        When::EveryMs(p) => format!("the job ended after {job_ran_ms} ms, before the first period of every_ms {p}"),
-        When::CheckpointPersisted(n) => match latest_persisted {
-            Some(l) => format!("the job ended before checkpoint {n} was persisted (the last was {l})"),
-            None => format!("the job ended before checkpoint {n} was persisted (none was)"),
-        },
-        When::CheckpointTriggered(n) => format!("the job ended before checkpoint {n} was triggered"),
-        When::CheckpointAcked { checkpoint, subtask } => {
-            format!("the job ended before subtask {subtask} acked checkpoint {checkpoint}")
-        }
-        When::CheckpointNotified(n) => format!("the job ended before checkpoint {n} was notified"),
-        When::CommitStarted(n) => format!("the job ended before any worker started committing checkpoint {n}"),
-        When::TxnOpened { subtask, checkpoint: Some(n) } => {
-            format!("the job ended before subtask {subtask} opened the transaction of checkpoint {n}")
-        }
-        When::TxnOpened { subtask, checkpoint: None } => {
-            format!("the job ended before subtask {subtask} opened a transaction")
-        }
-    }
-}
-
-/// A trigger as it is recorded in a fault's effect.
-pub fn trigger_json(when: &When, event: Option<&EventKind>) -> serde_json::Value {
-    let mut t = serde_json::to_value(when).unwrap_or(serde_json::Value::Null);
-    if let (Some(obj), Some(e)) = (t.as_object_mut(), event) {
-        obj.insert("event".into(), serde_json::to_value(e).unwrap_or_default());
-    }
-    t
-}
-
 /// Which subtasks a worker fault acts on.
 pub fn worker_targets(target: &Option<Target>, parallelism: u32) -> Result<Vec<u32>, String> {
     match target {
@@ -518,272 +396,13 @@ pub fn proxy_rule(
     Ok(Rule { name: name.to_string(), matches: m, action })
 }
 
-/// Whether every signal of a node action was seen to take effect and, for
-/// starts, the node answered again.
-pub fn node_effect_confirmed(e: &NodeEffect) -> bool {
-    e.signals.iter().all(|s| s.confirmed) && e.ready != Some(false)
-}
-
-/// What a fault still has to undo, and when (None: when the job ends).
-#[derive(Debug, Clone)]
-pub struct Heal {
-    pub at: Option<Instant>,
-    pub fault: usize,
-    pub action: HealAction,
-}
-
-#[derive(Debug, Clone)]
-pub enum HealAction {
-    /// SIGCONT to these (subtask, pid).
-    ResumeWorkers(Vec<(u32, u32)>),
-    StartBroker(i32),
-    ResumeBroker(i32),
-    /// Remove a proxy rule (the network heals; held frames are released).
-    RemoveRule(sinkhole_faults::proxy::RuleId),
-    /// Reconnect nodes the engine disconnected (containers `net-blackhole`).
-    Rejoin(Vec<i32>),
-    /// Not a heal: while frozen workers are still frozen, past the
-    /// transaction timeout, ask the broker what became of the transactions
-    /// they hold open (DescribeTransactions). The fault goes on.
-    ObserveOpen(Vec<String>),
-}
-
-/// One firing of a fault: what it did when it started, and when it ended.
-#[derive(Debug, Clone)]
-pub struct Firing {
-    pub start: serde_json::Value,
-    pub end: Option<serde_json::Value>,
-    pub confirmed: bool,
-}
-
-/// One scheduled fault and what became of it.
-#[derive(Debug, Clone)]
-pub struct FaultSlot {
-    pub spec: FaultSpec,
-    pub name: String,
-    pub kind: String,
-    pub record: Option<FaultRecord>,
-    /// Its action was queued (a broker action waiting for the one in flight).
-    pub queued: bool,
-    /// Times it was fired (an `every_ms` fault fires more than once).
-    pub count: u32,
-    /// Every firing, in order (each is a FaultStarted/FaultEnded pair).
-    pub firings: Vec<Firing>,
-}
-
-impl FaultSlot {
-    pub fn new(spec: FaultSpec, index: usize) -> FaultSlot {
-        FaultSlot {
-            name: fault_name(&spec, index),
-            kind: kind_name(spec.kind),
-            spec,
-            record: None,
-            queued: false,
-            count: 0,
-            firings: vec![],
-        }
-    }
-
-    pub fn fired(&self) -> bool {
-        self.record.is_some() || self.queued || self.count > 0
-    }
-
-    pub fn repeats(&self) -> bool {
-        matches!(self.spec.when, When::EveryMs(_))
-    }
-
-    pub fn start_firing(&mut self, confirmed: bool, effect: serde_json::Value) {
-        self.firings.push(Firing { start: effect, end: None, confirmed });
-        self.refresh();
-    }
-
-    /// Ends the latest firing; `confirmed` replaces its confirmation when the
-    /// effect is known only at the end (a proxy rule's stats, a notification
-    /// that was withheld or sent late).
-    pub fn end_firing(&mut self, effect: serde_json::Value, confirmed: Option<bool>) {
-        if let Some(f) = self.firings.last_mut() {
-            f.end = Some(effect);
-            if let Some(c) = confirmed {
-                f.confirmed = c;
-            }
-        }
-        self.refresh();
-    }
-
-    pub fn set_confirmed(&mut self, confirmed: bool) {
-        if let Some(f) = self.firings.last_mut() {
-            f.confirmed = confirmed;
-        }
-        self.refresh();
-    }
-
-    /// The record: confirmed only when every firing was; the effect keeps the
-    /// first firing's `start` and the last one's `end`, and — for repeated
-    /// faults — every firing under `firings`.
-    fn refresh(&mut self) {
-        let Some(first) = self.firings.first() else { return };
-        let confirmed = self.firings.iter().all(|f| f.confirmed);
-        let mut effect = json!({"start": first.start});
-        if let Some(end) = self.firings.last().and_then(|f| f.end.clone()) {
-            effect["end"] = end;
-        }
-        if self.repeats() {
-            effect["firings"] = self
-                .firings
-                .iter()
-                .map(|f| json!({"start": f.start, "end": f.end, "confirmed": f.confirmed}))
-                .collect();
-        }
-        self.record =
-            Some(FaultRecord { name: self.name.clone(), kind: self.kind.clone(), fired: true, confirmed, effect });
-    }
-}
-
-/// The effect JSON of a broker action on one node.
-pub fn node_effect_json(node: i32, r: &Result<NodeEffect, String>) -> serde_json::Value {
-    match r {
-        Ok(e) => json!({"node": node, "confirmed": node_effect_confirmed(e), "effect": e}),
-        Err(err) => json!({"node": node, "confirmed": false, "error": err}),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::When;
 
     fn spec(kind: FaultKind, when: When) -> FaultSpec {
         FaultSpec::new(kind, when)
-    }
-
-    #[test]
-    fn time_triggers_fire_once_their_time_has_come_in_time_order() {
-        let specs = vec![
-            spec(FaultKind::KillWorkers, When::AtMs(500)),
-            spec(FaultKind::PauseWorkers, When::CheckpointPersisted(2)),
-            spec(FaultKind::BrokerKill, When::AtMs(100)),
-            spec(FaultKind::JobOutage, When::AtMs(2_000)),
-        ];
-        let mut fired = vec![false; 4];
-        assert!(due_at(&specs, &fired, 99).is_empty());
-        assert_eq!(due_at(&specs, &fired, 100), vec![2]);
-        assert_eq!(due_at(&specs, &fired, 600), vec![2, 0]);
-        fired[2] = true;
-        assert_eq!(due_at(&specs, &fired, 600), vec![0]);
-        assert_eq!(due_at(&specs, &fired, 10_000), vec![0, 3]);
-    }
-
-    fn persisted(id: u64) -> EventKind {
-        EventKind::CheckpointPersisted { id, path: format!("chk-{id}.json") }
-    }
-
-    #[test]
-    fn persist_triggers_fire_at_their_checkpoint_or_the_first_persisted_after_it() {
-        let specs = vec![
-            spec(FaultKind::KillWorkers, When::CheckpointPersisted(3)),
-            spec(FaultKind::BrokerKill, When::CheckpointPersisted(1)),
-            spec(FaultKind::JobOutage, When::AtMs(0)),
-        ];
-        let c = Source::Coordinator;
-        let mut fired = vec![false; 3];
-        assert_eq!(due_on_event(&specs, &fired, &persisted(1), &c), vec![1]);
-        fired[1] = true;
-        assert!(due_on_event(&specs, &fired, &persisted(2), &c).is_empty());
-        assert_eq!(due_on_event(&specs, &fired, &persisted(3), &c), vec![0]);
-        // Checkpoint 3 was aborted; 4 is the first persisted after it.
-        assert_eq!(due_on_event(&specs, &fired, &persisted(4), &c), vec![0]);
-        fired[0] = true;
-        assert!(due_on_event(&specs, &fired, &persisted(9), &c).is_empty());
-        let r = skipped_reason(&specs[0], Some(2), 1000);
-        assert!(r.contains("checkpoint 3") && r.contains("last was 2"), "{r}");
-    }
-
-    #[test]
-    fn each_event_trigger_matches_its_own_event_and_source_only() {
-        let specs = vec![
-            spec(FaultKind::BrokerKill, When::CheckpointTriggered(2)),
-            spec(FaultKind::BrokerKill, When::CheckpointAcked { checkpoint: 2, subtask: 1 }),
-            spec(FaultKind::BrokerKill, When::CheckpointNotified(2)),
-            spec(FaultKind::BrokerKill, When::CommitStarted(2)),
-            spec(FaultKind::BrokerKill, When::TxnOpened { subtask: 1, checkpoint: Some(3) }),
-            spec(FaultKind::BrokerKill, When::TxnOpened { subtask: 0, checkpoint: None }),
-        ];
-        let fired = vec![false; specs.len()];
-        let c = Source::Coordinator;
-        let w = |s| Source::Worker { subtask: s };
-        let due = |e: EventKind, src: &Source| due_on_event(&specs, &fired, &e, src);
-        // Triggered: 1 is too early, 2 matches, a later one matches too (2 never happened).
-        assert!(due(EventKind::CheckpointTriggered { id: 1 }, &c).is_empty());
-        assert_eq!(due(EventKind::CheckpointTriggered { id: 2 }, &c), vec![0]);
-        assert_eq!(due(EventKind::CheckpointTriggered { id: 5 }, &c), vec![0]);
-        // Acked: the subtask must be the one named.
-        assert!(due(EventKind::CheckpointAcked { id: 2, subtask: 0 }, &c).is_empty());
-        assert_eq!(due(EventKind::CheckpointAcked { id: 2, subtask: 1 }, &c), vec![1]);
-        assert_eq!(due(EventKind::CheckpointNotified { id: 2 }, &c), vec![2]);
-        assert!(due(EventKind::CheckpointNotified { id: 1 }, &c).is_empty());
-        // Commit started: any worker, checkpoint ≥ 2; a coordinator event of that shape is not one.
-        let commit =
-            |n| EventKind::CommitStarted { transactional_id: format!("p-0-{n}"), checkpoint: n, restored: false };
-        assert!(due(commit(1), &w(0)).is_empty());
-        assert_eq!(due(commit(2), &w(1)), vec![3]);
-        assert!(due(commit(2), &c).is_empty());
-        // Txn opened: the subtask's own event; with and without a checkpoint.
-        let opened = |n| EventKind::TxnOpened { transactional_id: format!("p-x-{n}"), checkpoint: n };
-        assert!(due(opened(3), &w(2)).is_empty());
-        assert!(due(opened(2), &w(1)).is_empty());
-        assert_eq!(due(opened(3), &w(1)), vec![4]);
-        assert_eq!(due(opened(1), &w(0)), vec![5]);
-        // Persisted triggers none of them.
-        assert!(due(persisted(9), &c).is_empty());
-        for s in &specs {
-            assert!(skipped_reason(s, None, 10).starts_with("the job ended before"), "{:?}", s.when);
-        }
-    }
-
-    #[test]
-    fn every_ms_fires_once_per_period_up_to_times_and_waits_while_busy() {
-        let mut s = spec(FaultKind::PauseWorkers, When::EveryMs(1_000));
-        s.times = Some(2);
-        let specs =
-            vec![s, spec(FaultKind::KillWorkers, When::EveryMs(300)), spec(FaultKind::KillWorkers, When::AtMs(0))];
-        let idle = [false; 3];
-        assert!(due_every(&specs, &[0, 0, 0], &idle, 299).is_empty());
-        assert_eq!(due_every(&specs, &[0, 0, 0], &idle, 300), vec![1]);
-        assert!(due_every(&specs, &[0, 1, 0], &idle, 599).is_empty());
-        assert_eq!(due_every(&specs, &[0, 1, 0], &idle, 1_000), vec![0, 1]);
-        // Still paused from the first firing: the second waits, then fires late.
-        assert_eq!(due_every(&specs, &[1, 5, 0], &[true, false, false], 2_000), vec![1]);
-        assert_eq!(due_every(&specs, &[1, 8, 0], &idle, 2_500), vec![0]);
-        // `times` reached: never again; without `times`, until the job ends.
-        assert!(due_every(&specs, &[2, 100, 0], &idle, 30_001).iter().all(|&i| i == 1));
-        assert_eq!(due_every(&specs, &[2, 100, 0], &idle, 30_300), vec![1]);
-    }
-
-    #[test]
-    fn a_repeated_fault_keeps_every_firing_and_is_confirmed_only_if_all_were() {
-        let mut slot = FaultSlot::new(spec(FaultKind::PauseWorkers, When::EveryMs(100)), 0);
-        assert!(!slot.fired());
-        slot.count += 1;
-        slot.start_firing(true, json!({"n": 1}));
-        slot.end_firing(json!({"resumed": 1}), None);
-        slot.count += 1;
-        slot.start_firing(true, json!({"n": 2}));
-        let r = slot.record.clone().unwrap();
-        assert!(r.fired && r.confirmed);
-        assert_eq!(r.effect["start"]["n"], 1);
-        assert_eq!(r.effect["firings"].as_array().unwrap().len(), 2);
-        assert_eq!(r.effect["firings"][0]["end"]["resumed"], 1);
-        slot.end_firing(json!({"gone": true}), Some(false));
-        let r = slot.record.clone().unwrap();
-        assert!(!r.confirmed, "one unconfirmed firing makes the fault unconfirmed");
-        assert_eq!(r.effect["end"]["gone"], true);
-        assert_eq!(r.effect["firings"][1]["confirmed"], false);
-        // A one-shot fault keeps the old shape: start and end only.
-        let mut one = FaultSlot::new(spec(FaultKind::BrokerKill, When::AtMs(1)), 1);
-        one.start_firing(true, json!({"a": 1}));
-        one.end_firing(json!({"b": 2}), None);
-        let r = one.record.unwrap();
-        assert!(r.confirmed && r.effect.get("firings").is_none());
-        assert_eq!(r.effect, json!({"start": {"a": 1}, "end": {"b": 2}}));
     }
 
     #[test]
@@ -874,6 +493,7 @@ mod tests {
 
     #[test]
     fn names_default_to_kind_and_index() {
+        use crate::nemesis::fault_name;
         let mut s = spec(FaultKind::BrokerRestart, When::AtMs(1));
         assert_eq!(fault_name(&s, 4), "broker-restart-4");
         s.name = Some("restart the coordinator".into());

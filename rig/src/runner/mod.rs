@@ -1,25 +1,24 @@
-//! The runner: one sink mode of one scenario, end to end — worker processes,
-//! the checkpoint coordinator, the fault schedule, the history.
+//! The runner: one sink mode of one scenario, end to end — the subject (the
+//! rig's own job) and the nemesis side by side, both writing one history.
 //!
-//! - [`coordinator`]: checkpoints and failover (Flink's `CheckpointCoordinator`
-//!   and restart-all failover), the job's state machine;
-//! - [`workers`]: starting, signalling and reaping the `sinkhole worker` processes;
-//! - [`checkpoints`]: the durable store of complete checkpoints;
-//! - [`history`]: `history.jsonl`, written as things happen;
-//! - [`faults`]: the fault schedule's triggers, targets and cluster actions.
+//! Jepsen's interpreter in miniature: the job runs on its own task, the
+//! nemesis on this one, and they meet only at the subject boundary
+//! ([`crate::subject`]). When the job has ended, the nemesis heals what is
+//! still faulted, and the two reports make the mode's outcome.
 use std::path::PathBuf;
+use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+use anyhow::Context;
 use sinkhole_workloads::model::SinkMode;
+use tokio::sync::watch;
 
 use crate::cluster::Cluster;
+use crate::history::{self, ModeOutcome};
+use crate::nemesis::{self, Nemesis};
 use crate::scenario::Scenario;
+use crate::subject::rig_job::{self, JobConfig, Launcher, ProcessLauncher};
 
-pub mod checkpoints;
-pub mod coordinator;
 pub mod faults;
-pub mod history;
-pub mod workers;
 
 #[cfg(test)]
 mod tests;
@@ -43,45 +42,11 @@ pub struct ModeRun<'a> {
     pub progress: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
-pub enum JobOutcome {
-    /// Every subtask reached the end of input and every committable was settled.
-    Finished,
-    /// The restart limit was exceeded, or the job could not go on.
-    Failed { reason: String },
-    /// The broker cannot run this mode (the exact error, e.g. KeepPreparedTxn → UNSUPPORTED_VERSION).
-    Unsupported { error: String },
-}
-
-/// What one fault did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FaultRecord {
-    pub name: String,
-    pub kind: String,
-    pub fired: bool,
-    /// The effect was observed (signal delivered and seen, node was the coordinator, ...).
-    pub confirmed: bool,
-    pub effect: serde_json::Value,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModeOutcome {
-    pub job: JobOutcome,
-    pub attempts: u32,
-    pub checkpoints_completed: u64,
-    pub history: PathBuf,
-    pub faults: Vec<FaultRecord>,
-    /// Committables the sink logged and dropped (legacy's silent loss).
-    pub committables_dropped: u64,
-    pub wall_ms: u64,
-}
-
 /// Runs one mode of the scenario on `run.cluster` (already up, topic created)
 /// until the job finishes, fails or turns out unsupported; every fault still
 /// in effect is healed before it returns, so the topic can be read.
 pub async fn run_mode(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
-    let config = coordinator::JobConfig {
+    let job = JobConfig {
         run_id: run.run_id.clone(),
         mode: run.mode,
         dir: run.dir.clone(),
@@ -89,10 +54,53 @@ pub async fn run_mode(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
         topic: run.topic.clone(),
         partitions: run.scenario.topic.partitions,
         tid_prefix: run.tid_prefix.clone(),
-        faults: run.scenario.faults.clone(),
         progress: run.progress,
         sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| run.cluster.sink_listener()),
     };
-    let launcher = workers::ProcessLauncher::new(run.sinkhole_bin.clone());
-    coordinator::Coordinator::new(config, launcher, run.cluster)?.run().await
+    let launcher = ProcessLauncher::new(run.sinkhole_bin.clone());
+    run_job(job, launcher, run.scenario.faults.clone(), run.cluster).await
+}
+
+/// The job of `cfg` with `launcher`'s workers, under `faults`, on `cluster`.
+pub async fn run_job<L: Launcher + 'static, B: faults::Brokers>(
+    cfg: JobConfig,
+    launcher: L,
+    faults: Vec<crate::scenario::FaultSpec>,
+    cluster: &mut B,
+) -> anyhow::Result<ModeOutcome> {
+    std::fs::create_dir_all(&cfg.dir).with_context(|| format!("creating {}", cfg.dir.display()))?;
+    let path = cfg.dir.join("history.jsonl");
+    let history = history::Writer::create(&path, cfg.mode, Instant::now())
+        .with_context(|| format!("creating {}", path.display()))?;
+    let (bootstrap_tx, bootstrap_rx) = watch::channel(Vec::new());
+    bootstrap_tx.send_replace(cluster.bootstrap());
+    let ncfg = nemesis::Config {
+        mode: cfg.mode,
+        topic: cfg.topic.clone(),
+        partitions: cfg.partitions,
+        transaction_timeout_ms: cfg.job.transaction_timeout_ms,
+        restart_delay_ms: cfg.job.restart_delay_ms,
+        progress: cfg.progress,
+    };
+    let running = rig_job::start(cfg, launcher, history.clone(), bootstrap_rx)?;
+    let nemesis = Nemesis::new(faults, running.handle.clone(), cluster, history.clone(), bootstrap_tx, ncfg);
+    let faults = match nemesis.run(running.notices).await {
+        Ok(f) => f,
+        Err(e) => {
+            // Nothing may outlive the runner: the job's task owns the workers.
+            running.done.abort();
+            let _ = running.done.await;
+            return Err(e);
+        }
+    };
+    let report = running.done.await.context("the job's task")??;
+    Ok(ModeOutcome {
+        job: report.job,
+        attempts: report.attempts,
+        checkpoints_completed: report.checkpoints_completed,
+        history: path,
+        faults,
+        committables_dropped: report.committables_dropped,
+        wall_ms: report.wall_ms,
+    })
 }

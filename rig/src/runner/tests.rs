@@ -20,14 +20,12 @@ use sinkhole_workloads::model::{
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::checkpoints::CheckpointStore;
-use super::coordinator::{Coordinator, JobConfig};
 use super::faults::{Brokers, NoBrokers};
-use super::history;
-use super::workers::{LaunchSpec, Launcher};
-use super::{JobOutcome, ModeOutcome};
 use crate::cluster::local::{NodeAction, NodeEffect};
+use crate::history::{self, JobOutcome, ModeOutcome};
 use crate::scenario::{FaultKind, FaultSpec, JobSpec, Target, When};
+use crate::subject::rig_job::checkpoints::CheckpointStore;
+use crate::subject::rig_job::{JobConfig, LaunchSpec, Launcher};
 
 /// How the fakes misbehave.
 #[derive(Debug, Clone, Default)]
@@ -298,8 +296,18 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
+/// A fault record with its effect as the JSON verdict.json holds.
+#[derive(Debug)]
+struct Rec {
+    name: String,
+    fired: bool,
+    confirmed: bool,
+    effect: serde_json::Value,
+}
+
 struct Ran {
     outcome: ModeOutcome,
+    faults: Vec<Rec>,
     events: Vec<Event>,
     configs: Vec<WorkerConfig>,
     dir: PathBuf,
@@ -350,18 +358,21 @@ async fn run_with<B: Brokers>(
         topic: "out".into(),
         partitions: 3,
         tid_prefix: format!("t-{name}"),
-        faults,
         progress: false,
         sink_listener: None,
     };
-    let outcome =
-        tokio::time::timeout(Duration::from_secs(30), Coordinator::new(cfg, launcher, brokers).unwrap().run())
-            .await
-            .expect("the job ended within 30 s")
-            .unwrap();
-    let events = history::read(&outcome.history).unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(30), super::run_job(cfg, launcher, faults, brokers))
+        .await
+        .expect("the job ended within 30 s")
+        .unwrap();
+    let events = history::read(&outcome.history).unwrap().events;
     let configs = configs.lock().unwrap().clone();
-    Ran { outcome, events, configs, dir }
+    let faults = outcome
+        .faults
+        .iter()
+        .map(|f| Rec { name: f.name.clone(), fired: f.fired, confirmed: f.confirmed, effect: f.effect.to_value() })
+        .collect();
+    Ran { outcome, faults, events, configs, dir }
 }
 
 /// Every committable that any checkpoint carried was committed (or dropped)
@@ -577,7 +588,7 @@ async fn a_kill_between_persist_and_notify_skips_the_notification_and_restores_t
     let r = run("window", job(2, 400), Behavior { drop_restored: true, ..Behavior::default() }, faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
     assert_eq!(r.outcome.attempts, 2);
-    let f = &r.outcome.faults[0];
+    let f = &r.faults[0];
     assert!(f.fired && f.confirmed, "{f:?}");
     assert_eq!(f.effect["start"]["trigger"]["after_checkpoint_persisted"], 2);
     assert_eq!(f.effect["start"]["workers"][0]["signal"]["signal"], "SIGKILL");
@@ -620,7 +631,7 @@ async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() 
     ];
     let r = run("pause", j, Behavior { step: 5, ..Behavior::default() }, faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    let pause = &r.outcome.faults[0];
+    let pause = &r.faults[0];
     assert_eq!(pause.name, "pause-workers-0");
     assert!(pause.fired && pause.confirmed, "{pause:?}");
     let reason = r
@@ -634,7 +645,7 @@ async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() 
     assert!(reason.contains("heartbeat_timeout_ms 120"), "{reason}");
     // The pause ended (the failover had killed the paused worker by then).
     assert_eq!(r.count(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "pause-workers-0")), 1);
-    let late = &r.outcome.faults[1];
+    let late = &r.faults[1];
     assert!(!late.fired && !late.confirmed, "{late:?}");
     assert_eq!(r.count(|k| matches!(k, EventKind::FaultSkipped { name, .. } if name == "kill-workers-1")), 1);
     r.cleanup();
@@ -653,7 +664,7 @@ async fn a_job_outage_keeps_the_job_down_for_its_duration() {
     let r = run("outage", job(2, 300), Behavior::default(), faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
     assert_eq!(r.count(|k| *k == EventKind::Restarting { attempt: 1, from_checkpoint: Some(1), delay_ms: 250 }), 1);
-    let f = &r.outcome.faults[0];
+    let f = &r.faults[0];
     assert!(f.fired && f.confirmed, "{f:?}");
     let down = f.effect["end"]["down_ms"].as_u64().unwrap();
     assert!(down >= 250, "{f:?}");
@@ -665,7 +676,7 @@ async fn a_job_outage_keeps_the_job_down_for_its_duration() {
 
 #[test]
 fn progress_numbers_are_grouped_by_thousands() {
-    use super::coordinator::group_digits;
+    use crate::subject::rig_job::coordinator::group_digits;
     assert_eq!(group_digits(0), "0");
     assert_eq!(group_digits(400), "400");
     assert_eq!(group_digits(12_400), "12 400");
@@ -680,6 +691,9 @@ struct FakeBrokers {
     lookups: Vec<String>,
     ready_checks: usize,
     urp_polls: usize,
+    /// (stop, start) ms: a cluster whose stops and starts take that long
+    /// (a restart both); None: starts and restarts take 300 ms, the rest nothing.
+    slow: Option<(u64, u64)>,
 }
 
 impl Brokers for FakeBrokers {
@@ -691,9 +705,15 @@ impl Brokers for FakeBrokers {
     }
     async fn act(&mut self, node: i32, action: NodeAction) -> Result<NodeEffect, String> {
         let slow = matches!(action, NodeAction::Restart | NodeAction::Start);
-        if slow {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
+        let wait = match (self.slow, action) {
+            (Some((stop, _)), NodeAction::Stop) => stop,
+            (Some((_, start)), NodeAction::Start) => start,
+            (Some((stop, start)), NodeAction::Restart) => stop + start,
+            (Some(_), _) => 0,
+            (None, _) if slow => 300,
+            (None, _) => 0,
+        };
+        tokio::time::sleep(Duration::from_millis(wait)).await;
         self.log.push((std::time::Instant::now(), node, action));
         let signal = match action {
             NodeAction::Kill => Some(Signal::SIGKILL),
@@ -766,7 +786,7 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
     let r =
         run_with("brokers", job(2, 1_500), Behavior { step: 10, ..Behavior::default() }, faults, &mut brokers).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    for f in &r.outcome.faults {
+    for f in &r.faults {
         assert!(f.fired && f.confirmed, "{f:?}");
     }
     // The restart took 300 ms and the job went on meanwhile.
@@ -779,7 +799,7 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
     assert_eq!(brokers.lookups.len(), 2, "{:?}", brokers.lookups);
     assert!(brokers.lookups[0].starts_with("t-brokers-0-"), "{:?}", brokers.lookups);
     assert!(brokers.lookups[1].starts_with("t-brokers-1-"), "{:?}", brokers.lookups);
-    let restart = &r.outcome.faults[0];
+    let restart = &r.faults[0];
     assert_eq!(restart.effect["end"]["coordinator"]["node"], 3);
     assert_eq!(restart.effect["end"]["coordinator"]["was_coordinator"], true);
     // Kill 2 (inside the window of checkpoint 1), start it 100 ms later; the
@@ -834,7 +854,7 @@ async fn a_dropped_notification_is_covered_by_the_next_one() {
     f.target = Some(Target::Ids(vec![1]));
     let r = run("dropnote", job(2, 600), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    let rec = &r.outcome.faults[0];
+    let rec = &r.faults[0];
     assert!(rec.fired && rec.confirmed, "{rec:?}");
     assert_eq!(rec.effect["end"]["checkpoint"], 2);
     assert_eq!(rec.effect["end"]["withheld_from"], serde_json::json!([1]));
@@ -860,7 +880,7 @@ async fn a_delayed_notification_arrives_late_while_the_job_goes_on() {
     f.delay_ms = Some(200);
     let r = run("delaynote", job(2, 900), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    let rec = &r.outcome.faults[0];
+    let rec = &r.faults[0];
     assert!(rec.fired && rec.confirmed, "{rec:?}");
     assert_eq!(rec.effect["end"]["late_notifications"][0]["sent"], true);
     let at = |i: usize| r.events[i].mono_us;
@@ -889,7 +909,7 @@ async fn a_coordinator_crash_after_persist_restores_and_commits_the_unnotified_c
     let f = fault("crash", FaultKind::CoordinatorCrash, When::CheckpointPersisted(2));
     let r = run("crash", job(2, 500), Behavior::default(), vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    let rec = &r.outcome.faults[0];
+    let rec = &r.faults[0];
     assert!(rec.fired && rec.confirmed, "{rec:?}");
     assert_eq!(rec.effect["start"]["persisted_not_notified"], 2);
     assert_eq!(rec.effect["start"]["workers"].as_array().unwrap().len(), 2);
@@ -918,7 +938,7 @@ async fn a_declined_checkpoint_is_aborted_and_the_next_one_carries_its_committab
     f.checkpoint = Some(2);
     let r = run("decline", job(2, 600), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    let rec = &r.outcome.faults[0];
+    let rec = &r.faults[0];
     assert!(rec.fired && rec.confirmed, "{rec:?}");
     let reason = r
         .events
@@ -983,7 +1003,7 @@ async fn every_ms_repeats_a_fault_and_records_each_firing() {
     f.target = Some(Target::Ids(vec![0]));
     let r = run("every", job(2, 1_500), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    let rec = &r.outcome.faults[0];
+    let rec = &r.faults[0];
     assert!(rec.fired && rec.confirmed, "{rec:?}");
     assert_eq!(rec.effect["firings"].as_array().unwrap().len(), 3, "{rec:?}");
     assert_eq!(r.count(|k| matches!(k, EventKind::FaultStarted { name, .. } if name == "pauses")), 3);
@@ -1007,7 +1027,7 @@ async fn worker_event_triggers_fire_at_the_commit_or_transaction_they_name() {
     };
     let r = run("events", job(2, 900), Behavior { step: 5, ..Behavior::default() }, vec![kill, decline]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    let k = &r.outcome.faults[0];
+    let k = &r.faults[0];
     assert!(k.fired && k.confirmed, "{k:?}");
     assert_eq!(k.effect["start"]["trigger"]["commit_started"]["checkpoint"], 2);
     let started =
@@ -1016,7 +1036,7 @@ async fn worker_event_triggers_fire_at_the_commit_or_transaction_they_name() {
     assert!(started < fired);
     // The transaction of checkpoint 5 opens at the barrier of 4: the decline is armed for 5
     // (the trigger's checkpoint), so subtask 1's ack of 5 is the one declined.
-    let d = &r.outcome.faults[1];
+    let d = &r.faults[1];
     assert!(d.fired && d.confirmed, "{d:?}");
     assert_eq!(d.effect["start"]["trigger"]["txn_opened"]["subtask"], 1);
     assert!(d.effect["end"]["checkpoint"].as_u64().unwrap() >= 5, "{d:?}");
@@ -1044,7 +1064,7 @@ async fn role_targets_are_looked_up_when_the_fault_fires_and_the_rolling_restart
     )
     .await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
-    let [stop, leader, rolling, cut] = &r.outcome.faults[..] else { panic!("{:?}", r.outcome.faults) };
+    let [stop, leader, rolling, cut] = &r.faults[..] else { panic!("{:?}", r.faults) };
     assert!(stop.confirmed, "{stop:?}");
     assert_eq!(stop.effect["start"]["role"]["role"], "controller");
     assert_eq!(stop.effect["start"]["role"]["node"], 2);
@@ -1065,5 +1085,96 @@ async fn role_targets_are_looked_up_when_the_fault_fires_and_the_rolling_restart
     let actions: Vec<(i32, NodeAction)> = brokers.log.iter().map(|(_, n, a)| (*n, *a)).collect();
     assert!(actions.contains(&(2, NodeAction::Stop)) && actions.contains(&(2, NodeAction::Start)), "{actions:?}");
     assert!(brokers.lookups.contains(&"leader out-2".to_string()), "{:?}", brokers.lookups);
+    r.cleanup();
+}
+
+fn mono(r: &Ran, f: impl Fn(&EventKind) -> bool) -> u64 {
+    r.events.iter().find(|e| f(&e.kind)).map(|e| e.mono_us).unwrap()
+}
+
+/// The nemesis never stalls the job: a broker restart triggered inside
+/// checkpoint 2's persist→notify window holds that notification only until
+/// the node is down, not until it is back; checkpoints go on during the
+/// restart, and the time-triggered faults meanwhile fire on time.
+#[tokio::test]
+async fn an_event_triggered_restart_holds_only_its_window_and_the_other_faults_fire_on_time() {
+    let faults = vec![
+        FaultSpec {
+            target: Some(Target::Ids(vec![3])),
+            ..fault("restart", FaultKind::BrokerRestart, When::CheckpointPersisted(2))
+        },
+        FaultSpec {
+            target: Some(Target::Ids(vec![1])),
+            duration_ms: Some(100),
+            ..fault("pause", FaultKind::PauseWorkers, When::AtMs(600))
+        },
+        FaultSpec { target: Some(Target::Ids(vec![0])), ..fault("kill", FaultKind::KillWorkers, When::AtMs(1_000)) },
+    ];
+    let mut brokers = FakeBrokers { slow: Some((300, 1_500)), ..FakeBrokers::default() };
+    let r =
+        run_with("nostall", job(2, 5_000), Behavior { step: 10, ..Behavior::default() }, faults, &mut brokers).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    for f in &r.faults {
+        assert!(f.fired && f.confirmed, "{f:?}");
+    }
+    // The restart went stop, then start: the notification of 2 came between.
+    let actions: Vec<(i32, NodeAction)> = brokers.log.iter().map(|(_, n, a)| (*n, *a)).collect();
+    assert_eq!(actions, vec![(3, NodeAction::Stop), (3, NodeAction::Start)]);
+    let persisted = mono(&r, |k| matches!(k, EventKind::CheckpointPersisted { id: 2, .. }));
+    let notified = mono(&r, |k| *k == EventKind::CheckpointNotified { id: 2 });
+    let restarted = mono(&r, |k| matches!(k, EventKind::FaultEnded { name, .. } if name == "restart"));
+    assert!(notified >= persisted + 300_000, "held until the node was down: {persisted} → {notified}");
+    assert!(notified + 1_000_000 < restarted, "not until it was back: notified {notified}, back {restarted}");
+    // Checkpoints went on while the node was away.
+    let during = r
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(e.kind, EventKind::CheckpointPersisted { .. }) && e.mono_us > notified && e.mono_us < restarted
+        })
+        .count();
+    assert!(during >= 3, "{during} checkpoints completed during the restart");
+    // The time faults fired at their time, not after the restart.
+    let started = mono(&r, |k| matches!(k, EventKind::JobStarted { attempt: 0, .. }));
+    for (name, at_ms) in [("pause", 600_u64), ("kill", 1_000)] {
+        let fired = mono(&r, |k| matches!(k, EventKind::FaultStarted { name: n, .. } if n == name));
+        let late_us = fired.saturating_sub(started + at_ms * 1_000);
+        assert!(late_us < 300_000, "{name} fired {late_us} µs late");
+        let rec = r.faults.iter().find(|f| f.name == name).unwrap();
+        assert!(rec.effect["start"]["trigger"].get("late_ms").is_none(), "{rec:?}");
+        assert!(fired < restarted, "{name} fired during the restart");
+    }
+    r.cleanup();
+}
+
+/// A fault the nemesis could only fire late (the cluster was busy with
+/// another fault's restart) says so, and the verdict is inconclusive.
+#[tokio::test]
+async fn a_fault_that_had_to_wait_for_the_cluster_is_late_and_the_verdict_inconclusive() {
+    let faults = vec![
+        FaultSpec { target: Some(Target::Ids(vec![3])), ..fault("restart", FaultKind::BrokerRestart, When::AtMs(100)) },
+        FaultSpec {
+            target: Some(Target::Ids(vec![2])),
+            duration_ms: Some(50),
+            ..fault("kill-2", FaultKind::BrokerKill, When::AtMs(200))
+        },
+    ];
+    let mut brokers = FakeBrokers { slow: Some((300, 1_500)), ..FakeBrokers::default() };
+    let r = run_with("late", job(2, 5_000), Behavior { step: 10, ..Behavior::default() }, faults, &mut brokers).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let kill = r.faults.iter().find(|f| f.name == "kill-2").unwrap();
+    let trigger = &kill.effect["start"]["trigger"];
+    let late = trigger["late_ms"].as_u64().unwrap_or(0);
+    assert!(late > 1_000, "{trigger}");
+    assert_eq!(trigger["late_because"], "the cluster was busy with fault restart");
+    let report = crate::checker::CheckReport::default();
+    let clean = crate::scenario::Expectation::Word(crate::scenario::ExpectWord::Clean);
+    let j = crate::verdict::judge(Some(&clean), &r.outcome.job, &r.outcome.faults, Some(&report));
+    assert_eq!(j.outcome, crate::verdict::Outcome::Inconclusive, "{}", j.reason);
+    assert!(
+        j.reason.contains("fault kill-2 (broker-kill) fired") && j.reason.contains("ms after its time"),
+        "{}",
+        j.reason
+    );
     r.cleanup();
 }
