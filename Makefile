@@ -7,7 +7,7 @@ TEST_KAFKA ?= 4.4.0,4.0.2
 CARGO ?= cargo
 BIN := target/release/sinkhole
 
-.PHONY: deps build setup run probe bench bench-checker report-screenshot test clippy nightly
+.PHONY: deps build setup run probe bench bench-checker report-screenshot test clippy nightly layers
 
 deps:
 	@scripts/install-deps.sh
@@ -52,9 +52,15 @@ report-screenshot:
 # The containers backend's tests need an engine: podman-service.sh installs Podman, starts its
 # Docker-API service for the run and stops it after (without one they are skipped by name).
 test: deps
+	scripts/check-layers.sh --self-test
+	scripts/check-layers.sh
 	$(CARGO) build --bin sinkhole
 	target/debug/sinkhole setup --kafka $(TEST_KAFKA)
 	scripts/podman-service.sh run scripts/test-summary.sh --workspace
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The shape check alone: one-way layers, no file over 800 lines outside tests.
+layers:
+	scripts/check-layers.sh

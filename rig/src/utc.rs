@@ -1,6 +1,11 @@
 //! UTC calendar time from Unix seconds, without a date-time dependency: run ids
 //! and install markers need only a timestamp, not time zones.
 
+/// Unix time now, milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() as u64
+}
+
 /// A UTC time broken into its fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Utc {

@@ -150,7 +150,7 @@ fn node_action(kind: FaultKind) -> NodeAction {
 
 /// Evidence that `node` had `role` at this moment.
 pub(crate) fn role_evidence(role: &str, of: &str, node: i32, found_by: &str) -> Role {
-    let at = super::super::subject::rig_job::coordinator::now_wall_ms();
+    let at = crate::utc::now_ms();
     let of_text = if of.is_empty() { String::new() } else { format!(" of {of}") };
     let when = format!("{}.{:03}", crate::utc::Utc::from_unix(at / 1000).rfc3339().trim_end_matches('Z'), at % 1000);
     Role {

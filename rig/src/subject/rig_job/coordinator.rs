@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use sinkhole_workloads::model::{
@@ -119,7 +119,7 @@ pub struct Coordinator<L: Launcher> {
 }
 
 pub(crate) fn now_wall_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64
+    crate::utc::now_ms()
 }
 
 /// `12400` → `12 400`.
