@@ -1,29 +1,36 @@
 //! sinkhole: a Jepsen-style chaos and correctness rig for Kafka transactional sinks.
 //!
-//! The library behind the `sinkhole` binary. Data flows left to right
-//! (see DESIGN.md): installation → cluster backend → probes and workloads →
-//! faults → history → checker → verdict. This crate holds the rig side:
+//! The library behind the `sinkhole` binary. Its modules, bottom to top — a
+//! layer uses the ones below it, never one above:
+//! - foundation: [`utc`] (UTC times) and [`procs`] (spawning processes that
+//!   never outlive the rig);
 //! - [`install`]: Kafka distributions from Maven Central, cached per version;
-//! - [`cluster`]: cluster backends and node lifecycle;
-//! - [`procs`]: spawning processes that never outlive the rig;
-//! - [`probe`]: what a broker can do for two-phase commit;
-//! - [`scenario`]: the YAML scenario format;
-//! - [`runner`]: one mode of a scenario — workers, checkpoint coordinator, faults, history;
-//! - [`checker`]: drains the output and counts anomalies;
-//! - [`latency`]: latency histograms (history, live tail) and the interval log.
-//! - [`matrix`]: `sinkhole matrix`, scenarios × Kafka versions × seeds, compared;
-//! - [`report`]: `report.html`, the run in a browser (inline SVG plots, no script).
+//! - [`scenario`]: the YAML scenario format (with [`kafka_names`], the Kafka
+//!   API and error names it accepts) and [`schedule`], its seeded random faults;
+//! - [`cluster`]: cluster backends and node lifecycle; [`image`]: the
+//!   containers backend's image; [`probe`]: what a broker can do for
+//!   two-phase commit;
+//! - [`runner`]: one mode of a scenario — workers, checkpoint coordinator,
+//!   faults, history;
+//! - [`checker`]: drains the output and counts anomalies (again offline, from
+//!   a stored drain); [`latency`]: latency histograms (history, live tail) and
+//!   the interval log;
+//! - [`verdict`]: the counts judged against the scenario's expectation;
+//! - [`results`]: what a run leaves — summary.json and the table, junit.xml,
+//!   report.html — and the offline re-check that rewrites them from a stored
+//!   run directory (`sinkhole check`);
+//! - [`run`]: one scenario end to end, every mode on one cluster;
+//! - [`matrix`]: `sinkhole matrix`, scenarios × Kafka versions × seeds, compared.
 pub mod checker;
 pub mod cluster;
 pub mod image;
 pub mod install;
-pub mod junit;
 pub mod kafka_names;
 pub mod latency;
 pub mod matrix;
 pub mod probe;
 pub mod procs;
-pub mod report;
+pub mod results;
 pub mod run;
 pub mod runner;
 pub mod scenario;

@@ -371,9 +371,15 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
                 "containers" => sinkhole_rig::scenario::Backend::Containers,
                 _ => sinkhole_rig::scenario::Backend::Local,
             });
-            match sinkhole_rig::run::run_on(args, backend, image).await {
-                Ok(0) => Ok(()),
-                Ok(_) => Err(Failure::Failed(anyhow!("at least one mode did not meet its expectation"))),
+            match sinkhole_rig::run::run_on(&args, backend, image).await {
+                Ok(summary) => {
+                    print_summary(&summary, args.json)?;
+                    if summary.exit_code == 0 {
+                        Ok(())
+                    } else {
+                        Err(Failure::Failed(anyhow!("at least one mode did not meet its expectation")))
+                    }
+                }
                 Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
                 Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
             }
@@ -393,17 +399,26 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
                 Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
             }
         }
-        Command::Check { dir, json } => match sinkhole_rig::checker::offline::run(&dir, json) {
-            Ok(0) => Ok(()),
-            Ok(_) => Err(Failure::Failed(anyhow!("at least one mode did not meet its expectation"))),
-            Err(sinkhole_rig::run::RunError::BadInput(e)) => Err(bad(e)),
-            Err(sinkhole_rig::run::RunError::Failed(e)) => Err(Failure::Failed(e)),
-        },
+        Command::Check { dir, json } => {
+            use sinkhole_rig::results::recheck::{check_results, RecheckError};
+            match check_results(&dir, &mut |w| eprintln!("sinkhole: warning: {w}")) {
+                Ok(summary) => {
+                    print_summary(&summary, json)?;
+                    if summary.exit_code == 0 {
+                        Ok(())
+                    } else {
+                        Err(Failure::Failed(anyhow!("at least one mode did not meet its expectation")))
+                    }
+                }
+                Err(RecheckError::BadInput(e)) => Err(bad(e)),
+                Err(RecheckError::Failed(e)) => Err(Failure::Failed(e)),
+            }
+        }
         Command::Report { dir } => {
             if !dir.join("summary.json").exists() {
                 return Err(bad(anyhow!("{}: not a run directory (no summary.json)", dir.display())));
             }
-            let path = sinkhole_rig::report::write_report(&dir).map_err(Failure::Failed)?;
+            let path = sinkhole_rig::results::report::write_report(&dir).map_err(Failure::Failed)?;
             println!("{}", path.display());
             Ok(())
         }
@@ -462,6 +477,17 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
 
 fn progress(line: &str) {
     eprintln!("sinkhole: {line}");
+}
+
+/// A run's summary on stdout: JSON, or the table, the latency lines and
+/// where the results are (`sinkhole run`, `sinkhole check`).
+fn print_summary(s: &sinkhole_rig::results::summary::Summary, json: bool) -> Result<(), Failure> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(s)?);
+    } else {
+        print!("{}", sinkhole_rig::results::summary::render_text(s));
+    }
+    Ok(())
 }
 
 fn image_build(kafka: &str, tag: Option<String>, json: bool) -> Result<(), Failure> {

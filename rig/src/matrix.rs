@@ -29,7 +29,8 @@ use sinkhole_workloads::model::SinkMode;
 pub use render::{cell_text, rel_link, render_html, render_junit, render_table};
 
 use crate::install;
-use crate::run::{self, ModeSummary, RunArgs, RunError, Summary};
+use crate::results::summary::{ModeSummary, Summary};
+use crate::run::{self, RunArgs, RunError};
 use crate::scenario;
 use crate::verdict::Outcome;
 
