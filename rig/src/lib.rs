@@ -1,6 +1,7 @@
 //! sinkhole: a Jepsen-style chaos and correctness rig for Kafka transactional sinks.
 //!
-//! The library behind the `sinkhole` binary. Its modules, bottom to top — a
+//! The library behind the `sinkhole` binary (`main.rs` parses the command
+//! line; `cli/` holds one file per command). Its modules, bottom to top — a
 //! layer uses the ones below it, never one above:
 //! - foundation: [`utc`] (UTC times) and [`procs`] (spawning processes that
 //!   never outlive the rig);
