@@ -3,8 +3,8 @@
 //! The library behind the `sinkhole` binary (`main.rs` parses the command
 //! line; `cli/` holds one file per command). Its modules, bottom to top — a
 //! layer uses the ones below it, never one above:
-//! - foundation: [`utc`] (UTC times) and [`procs`] (spawning processes that
-//!   never outlive the rig);
+//! - foundation: [`utc`] (UTC times), [`procs`] (spawning processes that
+//!   never outlive the rig) and [`term`] (whether output may be coloured);
 //! - [`install`]: Kafka distributions from Maven Central, cached per version;
 //! - [`scenario`]: the YAML scenario format (with [`kafka_names`], the Kafka
 //!   API and error names it accepts) and [`schedule`], its seeded random faults;
@@ -36,6 +36,7 @@ pub mod run;
 pub mod runner;
 pub mod scenario;
 pub mod schedule;
+pub mod term;
 pub mod utc;
 pub mod verdict;
 

@@ -83,7 +83,9 @@ pub fn exit(r: Result<(), Failure>) -> ExitCode {
     }
 }
 
-/// Log lines on stderr (-v info, -vv debug; RUST_LOG overrides).
+/// Log lines on stderr (-v info, -vv debug; RUST_LOG overrides), coloured
+/// only for a terminal and without NO_COLOR ([`sinkhole_rig::term`]): workers
+/// run this binary too, and their stderr is a log file.
 pub fn init_logging(verbose: u8) {
     let filter = match verbose {
         0 => "warn",
@@ -96,8 +98,7 @@ pub fn init_logging(verbose: u8) {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
         .with_writer(std::io::stderr)
-        // Workers log into files: colour codes only for a terminal.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(sinkhole_rig::term::stderr_colour())
         .init();
 }
 

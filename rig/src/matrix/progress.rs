@@ -1,5 +1,12 @@
 //! The matrix's progress on stderr: a bar on a terminal (indicatif), plain
 //! lines otherwise (CI logs).
+//!
+//! Colour: indicatif styles a template's `{bar:24.cyan/blue}` through the
+//! `console` crate, which turns colour off on its own for a stream that is
+//! not a terminal or while NO_COLOR is set (even to an empty value), but
+//! turns it back on for CLICOLOR_FORCE. The rig decides once for all its
+//! output ([`crate::term`]): without colour the bar's template names none,
+//! so nothing console decides can colour it.
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -10,6 +17,15 @@ use sinkhole_workloads::model::SinkMode;
 
 use super::{cell_text, human_duration, CellResult, CellStatus};
 use crate::run;
+
+/// The bar's template: coloured (cyan on blue) or plain.
+fn bar_template(colour: bool) -> &'static str {
+    if colour {
+        "{spinner} [{elapsed_precise}] {bar:24.cyan/blue} {prefix} · {msg} · eta {eta}"
+    } else {
+        "{spinner} [{elapsed_precise}] {bar:24} {prefix} · {msg} · eta {eta}"
+    }
+}
 
 /// Progress on stderr: a bar on a terminal, plain lines otherwise (CI logs).
 pub(super) enum Reporter {
@@ -26,10 +42,8 @@ impl Reporter {
         // 3-broker scenario is several times a 2-mode one), so its ETA tracks
         // the work left; the prefix counts cells.
         let bar = ProgressBar::with_draw_target(Some(mode_runs), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:24.cyan/blue} {prefix} · {msg} · eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let style = ProgressStyle::with_template(bar_template(crate::term::stderr_colour()))
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_prefix(format!("cells 0/{cells}"));
         bar.enable_steady_tick(Duration::from_millis(250));
@@ -112,5 +126,20 @@ impl Reporter {
             bar.finish_and_clear();
             run::set_progress_sink(None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_colour_the_bar_names_no_colour() {
+        assert!(bar_template(true).contains("{bar:24.cyan/blue}"));
+        let plain = bar_template(false);
+        assert!(!plain.contains("cyan") && !plain.contains("blue") && plain.contains("{bar:24}"), "{plain}");
+        // Both parse (a bad template would fall back to indicatif's default bar).
+        ProgressStyle::with_template(bar_template(true)).unwrap();
+        ProgressStyle::with_template(plain).unwrap();
     }
 }
