@@ -13,6 +13,11 @@
 //! listing every jar with its size). A Ctrl-C during the download leaves at most a
 //! hidden `.<v>.partial-*` directory, which the next install removes.
 //!
+//! `mvn` and the `java` runs are owned processes ([`crate::procs`]), like brokers:
+//! each in a process group of its own, killed when the rig ends (Ctrl-C, a signal,
+//! or the rig's own death), so an interrupted `sinkhole setup` leaves no Maven
+//! (and no JVM it started) downloading on.
+//!
 //! Alternatively `KAFKA_HOME` (or `--kafka-home`) names any unpacked Kafka
 //! distribution (a directory with `libs/*.jar`), e.g. a trunk build.
 
@@ -27,6 +32,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+
+use crate::procs::{self, Lifetime};
 
 /// Main class of the Kafka broker (in the kafka_2.13 jar).
 pub const BROKER_MAIN_CLASS: &str = "kafka.Kafka";
@@ -285,10 +292,9 @@ pub fn check_java() -> Result<JavaInfo, InstallError> {
     } else if !java.is_absolute() {
         return Err(InstallError::JavaMissing { detail: "JAVA_HOME is not set and there is no `java` on PATH".into() });
     }
-    let out = Command::new(&java)
-        .arg("-version")
-        .stdin(Stdio::null())
-        .output()
+    let mut cmd = Command::new(&java);
+    cmd.arg("-version");
+    let out = procs::output(cmd)
         .map_err(|e| InstallError::JavaMissing { detail: format!("cannot run {}: {e}", java.display()) })?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
     if !out.status.success() {
@@ -793,14 +799,13 @@ fn run_mvn(
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     let _ = writeln!(log_file, "$ {}", describe_command(&cmd));
-    let mut child = cmd.spawn().map_err(|e| {
+    let (mut child, id) = procs::spawn(cmd, Lifetime::Owned).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
             InstallError::MavenMissing
         } else {
             InstallError::Io { context: format!("cannot run {}", mvn.display()), source: e }
         }
     })?;
-    drop(cmd);
 
     let (tx, rx) = mpsc::channel::<String>();
     let readers: Vec<_> = [
@@ -842,7 +847,10 @@ fn run_mvn(
     for r in readers {
         let _ = r.join();
     }
-    let status = child.wait().map_err(io_err("cannot wait for mvn"))?;
+    let status = child.wait();
+    // Reaped (or lost): the rig's signal teardown must not look for it any more.
+    procs::forget(id.pid);
+    let status = status.map_err(io_err("cannot wait for mvn"))?;
     let _ = writeln!(log_file, "# mvn {}", describe_status(status));
     if downloads > 0 {
         progress(&format!("downloaded {downloads} files from Maven Central"));
@@ -1069,12 +1077,14 @@ fn smoke_test(version: &str, home: &Path) -> Result<(), InstallError> {
     let classpath = format!("{}/*", home.join("libs").display());
     let config = home.join(LOG4J_CONFIG_FILE);
     let mut cmd = Command::new(&java);
-    cmd.arg(format!("-Dlog4j2.configurationFile={}", config.display()))
-        .args(["-cp", &classpath, STORAGE_TOOL_CLASS, "random-uuid"])
-        .stdin(Stdio::null());
+    cmd.arg(format!("-Dlog4j2.configurationFile={}", config.display())).args([
+        "-cp",
+        &classpath,
+        STORAGE_TOOL_CLASS,
+        "random-uuid",
+    ]);
     let command = describe_command(&cmd);
-    let out = cmd
-        .output()
+    let out = procs::output(cmd)
         .map_err(|e| InstallError::JavaMissing { detail: format!("cannot run {}: {e}", java.display()) })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     // the id is the last line; log4j may print a line before it

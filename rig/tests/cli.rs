@@ -1,7 +1,7 @@
 //! The `sinkhole` binary: bad input gets one clear error and exit code 2; a
 //! named cluster outlives one command, is driven node by node, is found stale
-//! after a crash, and `down` leaves no process; Ctrl-C leaves no broker;
-//! NO_COLOR turns the colours off.
+//! after a crash, and `down` leaves no process; Ctrl-C leaves no broker and
+//! no Maven behind; NO_COLOR turns the colours off.
 mod common;
 
 use std::net::TcpListener;
@@ -241,6 +241,55 @@ fn with_fake_maven(dir: &std::path::Path, args: &[&str]) -> Command {
         .env_remove(sinkhole_rig::install::MAVEN_REPO_ENV)
         .env_remove("RUST_LOG");
     cmd
+}
+
+/// Kills a process the test watches if the rig left it running, so a failed
+/// assertion leaves nothing behind either.
+struct KillOnDrop(ProcessId);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.signal(nix::sys::signal::Signal::SIGKILL, std::time::Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn ctrl_c_during_setup_leaves_no_mvn() {
+    use std::time::{Duration, Instant};
+    // A Maven that hangs (exec: the pid it writes stays the sleeping process).
+    let dir = fake_maven("setup-ctrl-c", "echo $$ > \"$FAKE_MVN_PID\"\nexec sleep 300");
+    let mut rig = with_fake_maven(&dir, &["setup", "--kafka", "9.9.5"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = dir.join("mvn.pid");
+    let t0 = Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse::<i32>().ok()) {
+            break pid;
+        }
+        if let Ok(Some(status)) = rig.try_wait() {
+            panic!("setup ended ({status}) before it ran mvn");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "setup did not run mvn within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mvn = ProcessId::of(pid).expect("the fake mvn runs");
+    let _cleanup = KillOnDrop(mvn);
+    assert!(children(rig.id()).contains(&pid), "mvn is a child of the rig");
+
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(rig.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = rig.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "exit 128+SIGINT; stderr: {err}");
+    assert!(err.contains("SIGINT received: killed 1 process group(s)"), "{err}");
+    let t0 = Instant::now();
+    while mvn.is_alive() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "mvn pid {pid} outlived the interrupted setup");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs the command with its stderr on a pseudo-terminal and returns what

@@ -68,8 +68,11 @@ pub fn judged(code: u8, failed: &str) -> Result<(), Failure> {
     }
 }
 
-/// Prints the error of a command, if any, and its exit code.
+/// Prints the error of a command, if any, and its exit code. After a
+/// SIGINT/SIGTERM/SIGHUP the signal teardown ends the process instead (exit
+/// 128+signal): what the command saw then is the teardown killing its children.
 pub fn exit(r: Result<(), Failure>) -> ExitCode {
+    sinkhole_rig::procs::wait_for_teardown();
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::BadInput(e)) => {
