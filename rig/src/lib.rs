@@ -1,36 +1,46 @@
 //! sinkhole: a Jepsen-style chaos and correctness rig for Kafka transactional sinks.
 //!
-//! The library behind the `sinkhole` binary. Data flows left to right
-//! (see DESIGN.md): installation → cluster backend → probes and workloads →
-//! faults → history → checker → verdict. This crate holds the rig side:
+//! The library behind the `sinkhole` binary (`main.rs` parses the command
+//! line; `cli/` holds one file per command). Its modules, bottom to top — a
+//! layer uses the ones below it, never one above (`scripts/check-layers.sh`
+//! holds the order; `docs/ARCHITECTURE.md` draws it):
+//! - foundation: [`utc`] (UTC times), [`procs`] (spawning processes that
+//!   never outlive the rig) and [`term`] (whether output may be coloured);
 //! - [`install`]: Kafka distributions from Maven Central, cached per version;
-//! - [`cluster`]: cluster backends and node lifecycle;
-//! - [`procs`]: spawning processes that never outlive the rig;
-//! - [`probe`]: what a broker can do for two-phase commit;
-//! - [`scenario`]: the YAML scenario format;
-//! - [`runner`]: one mode of a scenario — workers, checkpoint coordinator, faults, history;
-//! - [`checker`]: drains the output and counts anomalies;
-//! - [`latency`]: latency histograms (history, live tail) and the interval log.
-//! - [`matrix`]: `sinkhole matrix`, scenarios × Kafka versions × seeds, compared;
-//! - [`report`]: `report.html`, the run in a browser (inline SVG plots, no script).
+//! - [`scenario`]: the YAML scenario format, its fault kinds and seeded schedules;
+//! - [`cluster`]: the backend trait and its node types; local JVMs, containers;
+//! - [`history`]: `history.jsonl` (one writer, one reader) and the typed
+//!   records of what faults did and how the job ended;
+//! - [`subject`]: the system under test behind the boundary the nemesis
+//!   crosses; today the rig's own job (coordinator, workers, checkpoint store);
+//! - [`nemesis`]: fault injection, on its own task;
+//! - [`runner`]: one mode — the subject and the nemesis side by side;
+//! - [`latency`], [`checker`]: latency histograms; the output drained and
+//!   counted against what the source wrote;
+//! - [`verdict`]: the counts judged against the scenario's expectation;
+//! - [`results`]: summary.json and the table, junit.xml, report.html, and
+//!   the offline re-check that rewrites them (`sinkhole check`);
+//! - [`run`]: one scenario end to end, every mode on one cluster;
+//! - [`matrix`] (scenarios × Kafka versions × seeds) and [`probe`] (what a
+//!   broker can do for two-phase commit).
 pub mod checker;
 pub mod cluster;
 pub mod history;
 pub mod image;
 pub mod install;
-pub mod junit;
 pub mod kafka_names;
 pub mod latency;
 pub mod matrix;
 pub mod nemesis;
 pub mod probe;
 pub mod procs;
-pub mod report;
+pub mod results;
 pub mod run;
 pub mod runner;
 pub mod scenario;
 pub mod schedule;
 pub mod subject;
+pub mod term;
 pub mod utc;
 pub mod verdict;
 

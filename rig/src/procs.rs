@@ -21,7 +21,8 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 use std::thread;
@@ -116,6 +117,16 @@ pub fn spawn(mut cmd: Command, lifetime: Lifetime) -> io::Result<(Child, Process
     }
 }
 
+/// [`Command::output`] for an owned child (stdin closed, stdout and stderr
+/// captured): a short command the rig waits for, still killed with the rig.
+pub fn output(mut cmd: Command) -> io::Result<Output> {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let (child, id) = spawn(cmd, Lifetime::Owned)?;
+    let out = child.wait_with_output();
+    forget(id.pid);
+    out
+}
+
 /// The signal-teardown thread blocks nothing, but a caller may have; children
 /// must start with the default mask or SIGTERM would not reach a broker.
 fn unblock_all_signals() {
@@ -165,12 +176,32 @@ pub fn set_signal_hook(hook: Option<SignalHook>) {
     *signal_hook_slot().lock().unwrap_or_else(|p| p.into_inner()) = hook;
 }
 
+/// Set once the signal teardown has begun.
+static TEARING_DOWN: AtomicBool = AtomicBool::new(false);
+
+/// Whether the signal teardown has begun: the rig's processes are being
+/// killed and the process exits with 128+signal next.
+pub fn tearing_down() -> bool {
+    TEARING_DOWN.load(Ordering::SeqCst)
+}
+
+/// Blocks the calling thread for good once the signal teardown has begun.
+/// The command's own end calls it first: a command whose child the teardown
+/// just killed (`mvn` under `sinkhole setup`) would otherwise race it, and
+/// exit 1 with that child's failure instead of 128+signal.
+pub fn wait_for_teardown() {
+    while tearing_down() {
+        thread::park();
+    }
+}
+
 /// Installs the SIGINT/SIGTERM/SIGHUP teardown (binary only).
 pub fn install_signal_teardown() -> io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     thread::Builder::new().name("sinkhole-signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
+            TEARING_DOWN.store(true, Ordering::SeqCst);
             let n = kill_all_registered();
             let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("signal");
             eprintln!("sinkhole: {name} received: killed {n} process group(s) the rig started; exiting");
@@ -202,6 +233,21 @@ mod tests {
         child.wait().unwrap();
         forget(id.pid);
         assert_eq!(id.state(), RunState::Gone);
+    }
+
+    #[test]
+    fn output_of_an_owned_child_is_captured_and_forgotten() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo $$; echo err >&2; read x || echo stdin-closed; exit 3"]);
+        let out = output(cmd).unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let (pid, rest) = stdout.split_once('\n').unwrap();
+        assert_eq!(rest, "stdin-closed\n");
+        assert!(!registry().lock().unwrap().contains_key(&pid.parse::<i32>().unwrap()), "still registered");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+        assert_eq!(out.status.code(), Some(3));
+        let err = output(Command::new("/nonexistent/sinkhole-no-such-binary")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
     }
 
     #[test]

@@ -1,14 +1,14 @@
-//! `sinkhole run FILE`: one scenario, every mode in turn on one cluster.
+//! `sinkhole run FILE`: one scenario, every mode in turn on one cluster
+//! (Jepsen's `core`: the test end to end).
 //!
 //! [`plan`] does everything that needs no broker (load, validate, resolve
 //! modes and version, name the run), [`execute`] starts the cluster and runs
-//! the modes: topic, runner, checker, verdict. [`render_table`] and
-//! [`exit_code`] turn the verdicts into what a user and a CI job read.
+//! the modes: topic, runner, checker, verdict, then the results a user and a
+//! CI job read ([`crate::results`]: summary.json, junit.xml, report.html).
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context};
-use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
 use sinkhole_workloads::wire::acls::{self, AclBinding};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
@@ -21,10 +21,12 @@ use crate::cluster::Cluster;
 use crate::history::{JobOutcome, ModeOutcome};
 use crate::install;
 use crate::latency;
+use crate::results::junit;
+use crate::results::summary::{exit_code, summarize, ModeSummary, Summary};
 use crate::runner::{self, ModeRun};
 use crate::scenario::Backend;
 use crate::scenario::{self, Scenario};
-use crate::verdict::{self, Outcome, Verdict, VerdictInput};
+use crate::verdict::{self, Outcome, VerdictInput};
 
 /// The command line of `sinkhole run`.
 #[derive(Debug, Clone, Default)]
@@ -131,134 +133,6 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
     let run_id = format!("{}-{}-{seed}", s.name, timestamp(now_unix_s));
     let dir = args.results.join(&run_id);
     Ok(Plan { scenario: s, source: args.file.clone(), seed, short_id: short_id(&run_id), run_id, dir, schedule })
-}
-
-/// One row of the summary.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModeSummary {
-    pub mode: SinkMode,
-    pub outcome: Outcome,
-    pub expected_met: Option<bool>,
-    pub expected: String,
-    pub reason: String,
-    pub counts: checker::Counts,
-    pub verdict: Option<PathBuf>,
-    /// The job's wall time (first worker start to the last commit).
-    #[serde(default)]
-    pub wall_ms: u64,
-    /// False when the output was not counted (the mode could not run).
-    #[serde(default)]
-    pub checked: bool,
-}
-
-impl ModeSummary {
-    /// Committed records per second of job wall time: the throughput the
-    /// sink achieved end to end, restores and faults included.
-    pub fn committed_per_sec(&self) -> u64 {
-        (self.counts.committed * 1000).checked_div(self.wall_ms).unwrap_or(0)
-    }
-}
-
-/// `results/<run-id>/summary.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
-    pub run_id: String,
-    pub scenario: String,
-    pub source: PathBuf,
-    pub kafka: String,
-    pub seed: u64,
-    pub dir: PathBuf,
-    pub modes: Vec<ModeSummary>,
-    pub exit_code: u8,
-}
-
-pub fn summarize(v: &Verdict, path: Option<PathBuf>) -> ModeSummary {
-    ModeSummary {
-        mode: v.mode,
-        outcome: v.outcome,
-        expected_met: v.expected_met,
-        expected: verdict::expectation_text(v.expectation.as_ref()),
-        reason: v.reason.clone(),
-        counts: v.counts,
-        verdict: path,
-        wall_ms: v.wall_ms,
-        checked: v.checked,
-    }
-}
-
-/// 0 when every mode met its expectation, was honestly inconclusive or only
-/// observed; 1 when any failed.
-pub fn exit_code(modes: &[ModeSummary]) -> u8 {
-    if modes.iter().any(|m| m.outcome == Outcome::Fail) {
-        1
-    } else {
-        0
-    }
-}
-
-/// `mode | records | committed | lost | duplicated | outcome | expected`,
-/// then the reason of each mode.
-pub fn render_table(modes: &[ModeSummary]) -> String {
-    let head = ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "outcome", "expected"];
-    let rows: Vec<[String; 9]> = modes
-        .iter()
-        .map(|m| {
-            let expected = match m.expected_met {
-                Some(true) => format!("{} (met)", m.expected),
-                Some(false) => format!("{} (NOT met)", m.expected),
-                None => m.expected.clone(),
-            };
-            // Counts of a mode whose output was not read are not zeros: "-".
-            let counted = |n: u64| if m.checked { n.to_string() } else { "-".to_string() };
-            [
-                m.mode.name().to_string(),
-                m.counts.expected.to_string(),
-                counted(m.counts.committed),
-                counted(m.counts.lost),
-                counted(m.counts.duplicated),
-                format!("{:.1}", m.wall_ms as f64 / 1000.0),
-                counted(m.committed_per_sec()),
-                m.outcome.name().to_string(),
-                expected,
-            ]
-        })
-        .collect();
-    let mut w = head.map(str::len);
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let pad = w[i] - c.chars().count();
-                // numbers right-aligned, words left
-                if (1..=6).contains(&i) {
-                    format!("{}{c}", " ".repeat(pad))
-                } else {
-                    format!("{c}{}", " ".repeat(pad))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" | ")
-            .trim_end()
-            .to_string()
-    };
-    let mut out = line(&head.map(String::from));
-    out.push('\n');
-    out.push_str(&w.iter().map(|n| "-".repeat(*n)).collect::<Vec<_>>().join("-|-"));
-    out.push('\n');
-    for r in &rows {
-        out.push_str(&line(r));
-        out.push('\n');
-    }
-    for m in modes {
-        out.push_str(&format!("{}: {}\n", m.mode.name(), m.reason));
-    }
-    out
 }
 
 /// Where [`execute`]'s progress lines go instead of stderr.
@@ -374,9 +248,9 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     };
     std::fs::write(plan.dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")
         .context("writing summary.json")?;
-    crate::junit::write(&plan.dir, &summary).context("writing junit.xml")?;
+    junit::write(&plan.dir, &summary).context("writing junit.xml")?;
     // The page is for people; a run whose report fails is still a run.
-    match crate::report::write_report(&plan.dir) {
+    match crate::results::report::write_report(&plan.dir) {
         Ok(p) => progress(&format!("report: {}", p.display())),
         Err(e) => progress(&format!("report.html not written: {e:#}")),
     }
@@ -582,16 +456,13 @@ async fn run_one(plan: &Plan, cluster: &mut Cluster, mode: SinkMode) -> anyhow::
     Ok(summarize(&v, Some(path)))
 }
 
-/// `sinkhole run`: returns the exit code (0 or 1) after printing the table.
-pub async fn run(args: RunArgs) -> Result<u8, RunError> {
-    run_on(args, None, None).await
-}
-
-/// [`run`] with the cluster's backend and image chosen on the command line
-/// (`--backend`, `--image`) instead of the scenario's.
-pub async fn run_on(args: RunArgs, backend: Option<Backend>, image: Option<String>) -> Result<u8, RunError> {
+/// `sinkhole run`: plans the run, says where its results go, and executes
+/// it; the cluster's backend and image may be chosen on the command line
+/// (`--backend`, `--image`) instead of the scenario's. The caller prints the
+/// summary (`args.json` says how).
+pub async fn run_on(args: &RunArgs, backend: Option<Backend>, image: Option<String>) -> Result<Summary, RunError> {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let mut plan = plan(&args, now)?;
+    let mut plan = plan(args, now)?;
     if let Some(b) = backend {
         plan.scenario.cluster.backend = b;
     }
@@ -605,16 +476,7 @@ pub async fn run_on(args: RunArgs, backend: Option<Backend>, image: Option<Strin
         plan.seed,
         plan.dir.display()
     ));
-    let summary = execute(&plan).await?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        print!("{}", render_table(&summary.modes));
-        let verdicts: Vec<_> = summary.modes.iter().map(|m| (m.mode, m.verdict.clone())).collect();
-        print!("{}", latency::render_lines(&verdicts));
-        println!("results: {}", summary.dir.display());
-    }
-    Ok(summary.exit_code)
+    execute(&plan).await
 }
 
 #[cfg(test)]
@@ -685,46 +547,5 @@ mod tests {
         assert_eq!(broker_config(&p.scenario)["transaction.two.phase.commit.enable"], "false");
         // 5000 ms timeout + 2 × 500 ms scans + 5 s
         assert_eq!(drain_timeout(&p.scenario), Duration::from_millis(15_000));
-    }
-
-    #[test]
-    fn table_and_exit_code() {
-        let row = |mode, outcome, met: Option<bool>, expected: &str, lost| ModeSummary {
-            mode,
-            outcome,
-            expected_met: met,
-            expected: expected.into(),
-            reason: format!("{mode} reason"),
-            counts: checker::Counts { expected: 40000, committed: 40000 - lost, lost, ..checker::Counts::default() },
-            verdict: None,
-            wall_ms: 20_000,
-            checked: true,
-        };
-        let rows = vec![
-            row(SinkMode::Legacy, Outcome::Pass, Some(true), "lost>0", 2000),
-            row(SinkMode::TwopcInject, Outcome::Pass, Some(true), "clean", 0),
-            ModeSummary { checked: false, ..row(SinkMode::Kip939, Outcome::Inconclusive, None, "clean", 0) },
-        ];
-        let t = render_table(&rows);
-        let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(
-            lines[0],
-            "mode         | records | committed | lost | duplicated | job s | committed/s | outcome      | expected"
-        );
-        assert_eq!(
-            lines[2],
-            "legacy       |   40000 |     38000 | 2000 |          0 |  20.0 |        1900 | pass         | lost>0 (met)"
-        );
-        assert_eq!(
-            lines[4],
-            "kip939       |   40000 |         - |    - |          - |  20.0 |           - | inconclusive | clean"
-        );
-        assert_eq!(lines[5], "legacy: legacy reason");
-        assert_eq!(exit_code(&rows), 0);
-        let mut rows = rows;
-        rows.push(row(SinkMode::AtLeastOnce, Outcome::Fail, Some(false), "duplicated>0", 0));
-        assert_eq!(exit_code(&rows), 1);
-        rows[3].outcome = Outcome::Observed;
-        assert_eq!(exit_code(&rows), 0);
     }
 }

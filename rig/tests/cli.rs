@@ -1,6 +1,7 @@
 //! The `sinkhole` binary: bad input gets one clear error and exit code 2; a
 //! named cluster outlives one command, is driven node by node, is found stale
-//! after a crash, and `down` leaves no process.
+//! after a crash, and `down` leaves no process; Ctrl-C leaves no broker and
+//! no Maven behind; NO_COLOR turns the colours off.
 mod common;
 
 use std::net::TcpListener;
@@ -212,6 +213,142 @@ fn ctrl_c_and_sigkill_of_the_rig_leave_no_broker() {
     rig.wait().unwrap();
     wait_gone(jvm);
     assert!(second_dir.exists(), "a SIGKILLed probe cannot clean up: the next probe does");
+}
+
+/// A scratch directory with `bin/mvn`, a fake Maven running `body` (sh),
+/// and an empty cache for `SINKHOLE_CACHE`.
+fn fake_maven(name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::test_dir(name);
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::create_dir_all(dir.join("cache")).unwrap();
+    let mvn = dir.join("bin").join("mvn");
+    std::fs::write(&mvn, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&mvn, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// `sinkhole ARGS` with the fake Maven of `dir` first on PATH and its cache.
+fn with_fake_maven(dir: &std::path::Path, args: &[&str]) -> Command {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![dir.join("bin")];
+    paths.extend(std::env::split_paths(&path));
+    let mut cmd = Command::new(common::bin());
+    cmd.args(args)
+        .env("PATH", std::env::join_paths(paths).unwrap())
+        .env(sinkhole_rig::install::CACHE_ENV, dir.join("cache"))
+        .env("FAKE_MVN_PID", dir.join("mvn.pid"))
+        .env_remove(sinkhole_rig::install::MAVEN_REPO_ENV)
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+/// Kills a process the test watches if the rig left it running, so a failed
+/// assertion leaves nothing behind either.
+struct KillOnDrop(ProcessId);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.signal(nix::sys::signal::Signal::SIGKILL, std::time::Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn ctrl_c_during_setup_leaves_no_mvn() {
+    use std::time::{Duration, Instant};
+    // A Maven that hangs (exec: the pid it writes stays the sleeping process).
+    let dir = fake_maven("setup-ctrl-c", "echo $$ > \"$FAKE_MVN_PID\"\nexec sleep 300");
+    let mut rig = with_fake_maven(&dir, &["setup", "--kafka", "9.9.5"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = dir.join("mvn.pid");
+    let t0 = Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse::<i32>().ok()) {
+            break pid;
+        }
+        if let Ok(Some(status)) = rig.try_wait() {
+            panic!("setup ended ({status}) before it ran mvn");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "setup did not run mvn within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mvn = ProcessId::of(pid).expect("the fake mvn runs");
+    let _cleanup = KillOnDrop(mvn);
+    assert!(children(rig.id()).contains(&pid), "mvn is a child of the rig");
+
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(rig.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = rig.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "exit 128+SIGINT; stderr: {err}");
+    assert!(err.contains("SIGINT received: killed 1 process group(s)"), "{err}");
+    let t0 = Instant::now();
+    while mvn.is_alive() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "mvn pid {pid} outlived the interrupted setup");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the command with its stderr on a pseudo-terminal and returns what
+/// it wrote there.
+fn stderr_on_a_terminal(mut cmd: Command) -> String {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors into the integers; no name, termios or size.
+    let rc =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are fresh and owned here alone.
+    let (master, slave) = unsafe { (std::fs::File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    // The command held the only other copy of the terminal's end: once the
+    // child exits, reading the master ends (EIO).
+    drop(cmd);
+    let mut text = Vec::new();
+    let mut master = master;
+    let mut buf = [0u8; 4096];
+    loop {
+        match master.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+        }
+    }
+    child.wait().unwrap();
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+#[test]
+fn no_color_turns_the_terminal_colours_off() {
+    // An interrupted install's leftovers make `setup -v` log one line
+    // (tracing, INFO) before its fake Maven fails.
+    let dir = fake_maven("no-color", "echo 'no maven here'; exit 1");
+    let leftover = dir.join("cache").join("kafka").join(".9.9.4.partial-999999999-1");
+    let log = |no_color: Option<&str>| {
+        std::fs::create_dir_all(&leftover).unwrap();
+        let mut cmd = with_fake_maven(&dir, &["-v", "setup", "--kafka", "9.9.4"]);
+        match no_color {
+            Some(v) => cmd.env("NO_COLOR", v),
+            None => cmd.env_remove("NO_COLOR"),
+        };
+        let text = stderr_on_a_terminal(cmd);
+        assert!(text.contains("removing the leftovers of an interrupted install"), "{text}");
+        assert!(text.contains("sinkhole: error: mvn failed (exit code 1)"), "{text}");
+        text
+    };
+    assert!(log(None).contains("\x1b["), "a terminal gets colour");
+    assert!(log(Some("")).contains("\x1b["), "an empty NO_COLOR counts as unset");
+    let plain = log(Some("1"));
+    assert!(!plain.contains('\x1b'), "NO_COLOR=1 still coloured: {plain:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

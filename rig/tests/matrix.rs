@@ -11,7 +11,7 @@ use sinkhole_rig::matrix::{
     self, expand_cells, expand_inputs, prepare, render_html, render_junit, render_table, CellResult, CellStatus,
     Matrix, MatrixArgs, Seeds, Totals,
 };
-use sinkhole_rig::run::ModeSummary;
+use sinkhole_rig::results::summary::ModeSummary;
 use sinkhole_rig::scenario;
 use sinkhole_rig::verdict::Outcome;
 use sinkhole_workloads::model::SinkMode;

@@ -1,83 +1,61 @@
-//! `sinkhole check RESULTS_DIR`: the checker again, offline, on a stored run.
+//! The checker again, offline, on one stored mode directory: the counts and
+//! examples re-computed from what the drain saved, with no cluster.
 //!
-//! Everything it needs is in the run directory: each mode's `drained.bin`
-//! (what the drain read), `history.jsonl`, `drained.partitions.json` (where
-//! each partition's drain ended; runs older than that file fall back to the
-//! uncommitted tail the old verdict recorded), and the old `verdict.json` for
-//! what only the run could know (the job's outcome, the faults and their
-//! confirmed effects, the expectation). The verdict is judged again by the
-//! same rules as `sinkhole run`, and verdict.json, summary.json and
-//! junit.xml are rewritten. No cluster is needed.
+//! Everything the count needs is in the mode directory: `drained.bin` (what
+//! the drain read), `history.jsonl`, and `drained.partitions.json` (where
+//! each partition's drain ended). What only the run knew comes from its old
+//! verdict, handed in by the caller as plain values ([`Stored`]): this module
+//! reads no verdict and judges nothing (that is `results::recheck`, above the
+//! verdict), so the checker stays below everything that uses it.
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
+use sinkhole_workloads::model::{Event, EventKind};
 
-use super::{history, recheck_with, store, Expected, HistoryIndex, PartitionDrain};
-use crate::run::{self, ModeSummary, RunError, Summary};
-use crate::verdict::{self, Verdict};
+use super::{
+    history, recheck_with, store, CheckReport, CheckerError, Expected, HistoryIndex, PartitionDrain, UncommittedTail,
+};
 
-/// Where the results are: a run directory, or one mode directory in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
-    pub run_dir: PathBuf,
-    /// The mode directories to re-check (each has a verdict.json).
-    pub mode_dirs: Vec<PathBuf>,
-    pub has_summary: bool,
+/// What the stored verdict says that the files of the mode directory do not.
+#[derive(Debug, Clone, Copy)]
+pub struct Stored<'a> {
+    pub run_id: &'a str,
+    /// parallelism × records_per_subtask, for a mode directory copied
+    /// without the run's `scenario.yaml`.
+    pub expected_records: u64,
+    /// The stuck partitions the old verdict recorded: where the drain ended,
+    /// for runs older than `drained.partitions.json`.
+    pub uncommitted_tail: &'a [UncommittedTail],
 }
 
-pub fn layout(dir: &Path) -> Result<Layout, RunError> {
-    if !dir.is_dir() {
-        return Err(RunError::BadInput(anyhow!("{}: no such results directory", dir.display())));
-    }
-    if dir.join("verdict.json").is_file() {
-        let run_dir = dir.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-        let has_summary = run_dir.join("summary.json").is_file();
-        return Ok(Layout { run_dir, mode_dirs: vec![dir.to_path_buf()], has_summary });
-    }
-    if dir.join("summary.json").is_file() || dir.join("scenario.yaml").is_file() {
-        let mut mode_dirs: Vec<PathBuf> = std::fs::read_dir(dir)
-            .with_context(|| format!("listing {}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("verdict.json").is_file())
-            .collect();
-        mode_dirs.sort();
-        if mode_dirs.is_empty() {
-            return Err(RunError::BadInput(anyhow!("{}: no mode directory with a verdict.json", dir.display())));
-        }
-        return Ok(Layout { run_dir: dir.to_path_buf(), mode_dirs, has_summary: dir.join("summary.json").is_file() });
-    }
-    Err(RunError::BadInput(anyhow!(
-        "{}: not a results directory (no summary.json, scenario.yaml or verdict.json)",
-        dir.display()
-    )))
+/// A mode's output counted again.
+#[derive(Debug, Clone)]
+pub struct Recount {
+    pub report: CheckReport,
+    /// The files it was counted from.
+    pub history: PathBuf,
+    pub drained: PathBuf,
 }
 
-/// A checker error as bad input (the files are the input here), as one
-/// message: its Display already names the file and the cause.
-fn bad(e: super::CheckerError) -> RunError {
-    RunError::BadInput(anyhow!("{e}"))
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| RunError::BadInput(anyhow!("reading {}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| RunError::BadInput(anyhow!("{}: {e}", path.display())))
+/// A checker error as one message: its Display already names the file and
+/// the cause (every error here is the stored files', i.e. the user's input).
+fn flat(e: CheckerError) -> anyhow::Error {
+    anyhow!("{e}")
 }
 
 /// Parallelism and records per subtask: from the resolved scenario, or
 /// (a mode directory copied alone) from the history's workers and the
 /// verdict's expected count.
-fn expected(run_dir: &Path, v: &Verdict, events: &[sinkhole_workloads::model::Event]) -> Result<Expected, RunError> {
+fn expected(run_dir: &Path, stored: &Stored<'_>, events: &[Event]) -> anyhow::Result<Expected> {
     let scenario = run_dir.join("scenario.yaml");
     if scenario.is_file() {
-        let s = crate::scenario::load(&scenario).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
+        let s = crate::scenario::load(&scenario).map_err(|e| anyhow!(e.render()))?;
         return Ok(Expected {
-            run_id: v.run_id.clone(),
+            run_id: stored.run_id.to_string(),
             parallelism: s.job.parallelism,
             records_per_subtask: s.job.records_per_subtask,
         });
     }
-    use sinkhole_workloads::model::EventKind;
     let p = events
         .iter()
         .filter_map(|e| match e.kind {
@@ -86,129 +64,89 @@ fn expected(run_dir: &Path, v: &Verdict, events: &[sinkhole_workloads::model::Ev
         })
         .max()
         .ok_or_else(|| {
-            RunError::BadInput(anyhow!(
+            anyhow!(
                 "{}: missing, and the history names no worker: cannot tell the job's parallelism",
                 scenario.display()
-            ))
+            )
         })?;
-    Ok(Expected { run_id: v.run_id.clone(), parallelism: p, records_per_subtask: v.counts.expected / u64::from(p) })
+    Ok(Expected {
+        run_id: stored.run_id.to_string(),
+        parallelism: p,
+        records_per_subtask: stored.expected_records / u64::from(p),
+    })
 }
 
-/// Re-checks one mode directory and rewrites its verdict.json.
-pub fn recheck_mode(run_dir: &Path, dir: &Path, warn: &mut dyn FnMut(&str)) -> Result<Verdict, RunError> {
-    let vpath = dir.join("verdict.json");
-    let mut v: Verdict = read_json(&vpath)?;
-    // A mode the broker could not run was never drained (verdicts written
-    // before `checked` existed say true by default).
-    let checked = v.checked && !matches!(v.job, crate::history::JobOutcome::Unsupported { .. });
-    let report = if checked {
-        let hpath = dir.join("history.jsonl");
-        let h = history::read(&hpath).map_err(bad)?;
-        if h.torn_tail {
-            warn(&format!("{}: the last line is torn (the writer died mid-line); skipped", hpath.display()));
-        }
-        let exp = expected(run_dir, &v, &h.events)?;
-        let index = HistoryIndex::from_events(&h.events);
-        let ppath = dir.join(store::PARTITIONS_FILE);
-        let partitions: Vec<PartitionDrain> = if ppath.is_file() {
-            store::read_partitions(&ppath).map_err(bad)?
-        } else {
-            // Older runs: only the stuck partitions are known.
-            v.uncommitted_tail
-                .iter()
-                .map(|t| PartitionDrain {
-                    partition: t.partition,
-                    low_watermark: 0,
-                    high_watermark: t.high_watermark,
-                    position: t.position,
-                    records: 0,
-                })
-                .collect()
-        };
-        let dpath = dir.join(store::FILE_NAME);
-        let r = recheck_with(&dpath, &exp, &index, &partitions).map_err(bad)?;
-        v.history = hpath;
-        v.drained = dpath;
-        Some(r)
+/// Counts the output of the mode directory `dir` of the run in `run_dir`
+/// again. Every error is the stored files' (bad input), as one message
+/// naming the file.
+pub fn recount(run_dir: &Path, dir: &Path, stored: &Stored<'_>, warn: &mut dyn FnMut(&str)) -> anyhow::Result<Recount> {
+    let hpath = dir.join("history.jsonl");
+    let h = history::read(&hpath).map_err(flat)?;
+    if h.torn_tail {
+        warn(&format!("{}: the last line is torn (the writer died mid-line); skipped", hpath.display()));
+    }
+    let exp = expected(run_dir, stored, &h.events)?;
+    let index = HistoryIndex::from_events(&h.events);
+    let ppath = dir.join(store::PARTITIONS_FILE);
+    let partitions: Vec<PartitionDrain> = if ppath.is_file() {
+        store::read_partitions(&ppath).map_err(flat)?
     } else {
-        None
+        // Older runs: only the stuck partitions are known.
+        stored
+            .uncommitted_tail
+            .iter()
+            .map(|t| PartitionDrain {
+                partition: t.partition,
+                low_watermark: 0,
+                high_watermark: t.high_watermark,
+                position: t.position,
+                records: 0,
+            })
+            .collect()
     };
-    v.checked = checked;
-    let j = verdict::judge(v.expectation.as_ref(), &v.job, &v.faults, report.as_ref());
-    v.outcome = j.outcome;
-    v.expected_met = j.expected_met;
-    v.reason = j.reason;
-    if let Some(r) = report {
-        v.counts = r.counts;
-        v.examples = r.examples;
-        v.uncommitted_tail = r.uncommitted_tail;
-    }
-    verdict::write(dir, &v).with_context(|| format!("writing {}", vpath.display()))?;
-    Ok(v)
+    let dpath = dir.join(store::FILE_NAME);
+    let report = recheck_with(&dpath, &exp, &index, &partitions).map_err(flat)?;
+    Ok(Recount { report, history: hpath, drained: dpath })
 }
 
-/// Re-checks every mode of `dir` (see [`layout`]) and rewrites verdicts,
-/// summary.json and junit.xml.
-pub fn check_results(dir: &Path, warn: &mut dyn FnMut(&str)) -> Result<Summary, RunError> {
-    let l = layout(dir)?;
-    let mut verdicts = Vec::new();
-    for m in &l.mode_dirs {
-        verdicts.push((recheck_mode(&l.run_dir, m, warn)?, m.join("verdict.json")));
-    }
-    let mut summary: Summary = if l.has_summary {
-        read_json(&l.run_dir.join("summary.json"))?
-    } else {
-        let v = &verdicts[0].0;
-        Summary {
-            run_id: v.run_id.clone(),
-            scenario: v.scenario.clone(),
-            source: l.run_dir.join("scenario.yaml"),
-            kafka: v.kafka.clone(),
-            seed: v.seed,
-            dir: l.run_dir.clone(),
-            modes: Vec::new(),
-            exit_code: 0,
-        }
-    };
-    for (v, path) in &verdicts {
-        let row: ModeSummary = run::summarize(v, Some(path.clone()));
-        match summary.modes.iter_mut().find(|m| m.mode == v.mode) {
-            // Only what the check decides; the rest of the row is the run's.
-            Some(m) => {
-                m.outcome = row.outcome;
-                m.expected_met = row.expected_met;
-                m.reason = row.reason;
-                m.counts = row.counts;
-                m.checked = row.checked;
-                m.verdict = row.verdict;
-            }
-            None => summary.modes.push(row),
-        }
-    }
-    summary.dir = l.run_dir.clone();
-    summary.exit_code = run::exit_code(&summary.modes);
-    let spath = l.run_dir.join("summary.json");
-    std::fs::write(&spath, serde_json::to_string_pretty(&summary)? + "\n")
-        .with_context(|| format!("writing {}", spath.display()))?;
-    crate::junit::write(&l.run_dir, &summary)
-        .with_context(|| format!("writing junit.xml in {}", l.run_dir.display()))?;
-    if let Err(e) = crate::report::write_report(&l.run_dir) {
-        warn(&format!("report.html not rewritten: {e:#}"));
-    }
-    Ok(summary)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sinkhole_workloads::model::{SinkMode, Source};
 
-/// `sinkhole check`: prints the table (or the summary as JSON) and returns
-/// the exit code, as `sinkhole run` does.
-pub fn run(dir: &Path, json: bool) -> Result<u8, RunError> {
-    let summary = check_results(dir, &mut |w| eprintln!("sinkhole: warning: {w}"))?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        print!("{}", run::render_table(&summary.modes));
-        let verdicts: Vec<_> = summary.modes.iter().map(|m| (m.mode, m.verdict.clone())).collect();
-        print!("{}", crate::latency::render_lines(&verdicts));
-        println!("results: {}", summary.dir.display());
+    fn started(subtask: u32) -> Event {
+        Event {
+            wall_ms: 0,
+            mono_us: 0,
+            mode: SinkMode::Legacy,
+            source: Source::Coordinator,
+            kind: EventKind::WorkerStarted { subtask, pid: 1, attempt: 0 },
+        }
     }
-    Ok(summary.exit_code)
+
+    #[test]
+    fn without_the_scenario_the_history_names_the_parallelism() {
+        let dir = std::env::temp_dir().join(format!("sinkhole-offline-expected-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stored = Stored { run_id: "r-1", expected_records: 3000, uncommitted_tail: &[] };
+        let e = expected(&dir, &stored, &[started(0), started(2), started(1)]).unwrap();
+        assert_eq!((e.run_id.as_str(), e.parallelism, e.records_per_subtask), ("r-1", 3, 1000));
+        let err = expected(&dir, &stored, &[]).unwrap_err().to_string();
+        assert!(
+            err.ends_with("scenario.yaml: missing, and the history names no worker: cannot tell the job's parallelism"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_history_is_one_message_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("sinkhole-offline-recount-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stored = Stored { run_id: "r-1", expected_records: 10, uncommitted_tail: &[] };
+        let err = recount(&dir, &dir, &stored, &mut |_| {}).unwrap_err();
+        assert_eq!(err.chain().count(), 1, "{err:#}");
+        assert!(err.to_string().contains(&dir.join("history.jsonl").display().to_string()), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

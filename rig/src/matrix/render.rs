@@ -7,9 +7,9 @@ use sinkhole_workloads::model::SinkMode;
 
 use super::{human_duration, CellResult, CellStatus, Matrix};
 use crate::checker::Counts;
-use crate::junit::escape as xml;
-use crate::report::esc;
-use crate::run::ModeSummary;
+use crate::results::junit::escape as xml;
+use crate::results::report::esc;
+use crate::results::summary::ModeSummary;
 use crate::verdict::Outcome;
 
 /// The non-zero anomaly counts, short: `lost=4019 dup=12`. Nonmonotonic
@@ -251,7 +251,7 @@ pub fn render_html(m: &Matrix) -> String {
         }
         let _ = writeln!(h, "</tr>");
         for c in m.cells.iter().filter(|c| c.kafka == v) {
-            let report = c.dir.as_ref().map(|d| rel_link(&m.dir, &d.join(crate::report::FILE_NAME)));
+            let report = c.dir.as_ref().map(|d| rel_link(&m.dir, &d.join(crate::results::report::FILE_NAME)));
             let run = match (&c.run_id, &report) {
                 (Some(id), Some(link)) if c.status == CellStatus::Done => {
                     format!("<a href=\"{}\">{}</a> <small>{}</small>", esc(link), esc(id), human_duration(c.wall_ms))

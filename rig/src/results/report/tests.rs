@@ -187,7 +187,7 @@ fn results(tag: &str) -> PathBuf {
             v.reason = "lost <script>alert(1)</script> & more".into();
         }
         let path = verdict::write(&mdir, &v).unwrap();
-        rows.push(crate::run::summarize(&v, Some(path)));
+        rows.push(crate::results::summary::summarize(&v, Some(path)));
     }
     let summary = Summary {
         run_id: "run-<1>".into(),

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::run::Summary;
+use crate::results::summary::Summary;
 use crate::verdict::Outcome;
 
 pub const FILE_NAME: &str = "junit.xml";
@@ -107,7 +107,7 @@ pub fn write(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::checker::Counts;
-    use crate::run::ModeSummary;
+    use crate::results::summary::ModeSummary;
     use sinkhole_workloads::model::SinkMode;
 
     fn row(mode: SinkMode, outcome: Outcome, met: Option<bool>, reason: &str) -> ModeSummary {

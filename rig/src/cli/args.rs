@@ -1,0 +1,209 @@
+//! The options of each command (clap), one struct per command; the list of
+//! commands and their one-line descriptions is `Command` in `main.rs`.
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use sinkhole_rig::DEFAULT_KAFKA;
+
+#[derive(Args)]
+pub struct SetupArgs {
+    /// Comma-separated Kafka versions, e.g. 4.4.0,4.0.2.
+    #[arg(long, default_value = DEFAULT_KAFKA)]
+    pub kafka: String,
+}
+
+#[derive(Args)]
+pub struct RunCmd {
+    /// The scenario (YAML).
+    pub file: PathBuf,
+    /// Run only these modes (repeatable); default: the scenario's.
+    #[arg(long = "mode", value_name = "MODE")]
+    pub modes: Vec<String>,
+    /// Kafka version instead of the scenario's.
+    #[arg(long)]
+    pub kafka: Option<String>,
+    /// Seed (default: random, printed so the run can be replayed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where runs write their results.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the brokers run, instead of the scenario's `cluster.backend`.
+    #[arg(long, value_parser = ["local", "containers"])]
+    pub backend: Option<String>,
+    /// Container image (containers backend), instead of the scenario's `cluster.image`.
+    #[arg(long)]
+    pub image: Option<String>,
+}
+
+#[derive(Args)]
+pub struct MatrixCmd {
+    /// Scenario files or directories (a directory: its *.yaml minus the
+    /// names in its matrix-exclude.txt). Default: scenarios/.
+    pub inputs: Vec<PathBuf>,
+    /// Only these modes, comma-separated (default: each scenario's).
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Vec<String>,
+    /// Kafka versions, comma-separated (default: each scenario's).
+    #[arg(long, value_delimiter = ',')]
+    pub kafka: Vec<String>,
+    /// Seeds, comma-separated: every scenario and version runs with each.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["seed_count", "seed"])]
+    pub seeds: Vec<u64>,
+    /// Run N seeds: --seed, --seed + 1, … (default 1).
+    #[arg(long)]
+    pub seed_count: Option<u32>,
+    /// The first seed (default: random, printed and kept in matrix.json).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the runs write their results.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// The matrix directory (default: <results>/matrix-<timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print matrix.json on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after the first cell with a failure.
+    #[arg(long)]
+    pub fail_fast: bool,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// The run's results directory.
+    pub dir: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The run's results directory.
+    pub dir: PathBuf,
+}
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// Scenario files (YAML).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print one JSON report per file.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ScheduleArgs {
+    /// The scenario (YAML).
+    pub file: PathBuf,
+    /// Seed (default: the schedule's own seed, else random and printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the schedule as JSON (what `schedule.json` in a run holds).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct BenchCheckerArgs {
+    #[arg(long, default_value_t = 10_000_000)]
+    pub records: u64,
+    #[arg(long, default_value_t = 4)]
+    pub subtasks: u32,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum ImageCmd {
+    /// Build a Kafka image with no registry: the cached Kafka jars, the host's Java runtime
+    /// (jlinked when possible) and its shared libraries, imported into the engine as
+    /// `localhost/sinkhole-kafka:<version>` (the containers backend's default image).
+    Build {
+        /// Kafka version (installed into the cache if missing).
+        #[arg(long, default_value = DEFAULT_KAFKA)]
+        kafka: String,
+        /// Tag instead of localhost/sinkhole-kafka:<version>.
+        #[arg(long)]
+        tag: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct ReapContainersArgs {
+    #[arg(long)]
+    pub run: String,
+}
+
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// The worker's configuration (JSON, a `WorkerConfig`).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// The coordinator's control socket.
+    #[arg(long)]
+    pub control: PathBuf,
+}
+
+/// Which Kafka to run (`cluster up`, `probe`).
+#[derive(Args, Clone)]
+pub struct KafkaSel {
+    /// Kafka version (installed from Maven Central if missing).
+    #[arg(long)]
+    pub kafka: Option<String>,
+    /// Use an existing Kafka distribution (a directory with libs/*.jar) instead of the cache.
+    #[arg(long, env = "KAFKA_HOME")]
+    pub kafka_home: Option<PathBuf>,
+}
+
+/// The shape of a local cluster (`cluster up`; `probe` fills one in).
+#[derive(Args, Clone)]
+pub struct ClusterShape {
+    /// Number of KRaft nodes (combined broker+controller): 1, 3 or 5.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
+    /// Broker setting key=value (repeatable); applied to every node.
+    #[arg(long = "broker-config", value_name = "KEY=VALUE")]
+    pub broker_config: Vec<String>,
+    /// First port: node i listens on BASE+2(i-1) (broker) and the next (controller). Default: free ports.
+    #[arg(long)]
+    pub base_port: Option<u16>,
+    /// JVM max heap per broker.
+    #[arg(long, default_value = "512m")]
+    pub heap: String,
+    /// Seconds to wait for the cluster to be ready.
+    #[arg(long, default_value_t = 120)]
+    pub ready_timeout: u64,
+}
+
+#[derive(Args)]
+pub struct ProbeArgs {
+    /// Start a throwaway local cluster of this Kafka version (with 2PC and unstable APIs enabled).
+    #[arg(long, conflicts_with = "bootstrap")]
+    pub kafka: Option<String>,
+    #[arg(long, env = "KAFKA_HOME", conflicts_with = "bootstrap")]
+    pub kafka_home: Option<PathBuf>,
+    /// Probe a running cluster instead (host:port[,host:port...]).
+    #[arg(long)]
+    pub bootstrap: Option<String>,
+    /// Nodes of the throwaway cluster.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
+    /// Extra broker settings for the throwaway cluster.
+    #[arg(long = "broker-config", value_name = "KEY=VALUE")]
+    pub broker_config: Vec<String>,
+    /// Client transaction timeout (ms) for the timeout-survival check.
+    #[arg(long, default_value_t = 1000)]
+    pub short_timeout_ms: i32,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}

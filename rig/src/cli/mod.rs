@@ -1,0 +1,164 @@
+//! The commands of the `sinkhole` binary, one file each; `main.rs` parses the
+//! command line and dispatches here. What they share: how an error becomes
+//! an exit code ([`Failure`]), the log and progress lines on stderr, the
+//! Kafka distribution a command runs, and printing a run's summary.
+//!
+//! Exit codes: 0 success, 1 the work failed (a broker did not start, a
+//! request failed, a mode did not meet its expectation), 2 bad input
+//! (arguments, versions, ports, files).
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use sinkhole_rig::cluster::config::parse_overrides;
+use sinkhole_rig::cluster::local::LocalSpec;
+use sinkhole_rig::install::{self, KafkaDist};
+use sinkhole_rig::results::summary::Summary;
+use sinkhole_rig::run::RunError;
+use sinkhole_rig::DEFAULT_KAFKA;
+
+use args::{ClusterShape, KafkaSel};
+
+pub mod args;
+pub mod bench_checker;
+pub mod check;
+pub mod image;
+pub mod matrix;
+pub mod probe;
+pub mod reap_containers;
+pub mod report;
+pub mod run;
+pub mod schedule;
+pub mod setup;
+pub mod validate;
+pub mod worker;
+
+/// An error and whether it was the user's input (exit 2) or the work (exit 1).
+pub enum Failure {
+    BadInput(anyhow::Error),
+    Failed(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::Failed(e.into())
+    }
+}
+
+pub fn bad(e: impl Into<anyhow::Error>) -> Failure {
+    Failure::BadInput(e.into())
+}
+
+/// A run's or a matrix's error, classified the same way.
+pub fn run_failure(e: RunError) -> Failure {
+    match e {
+        RunError::BadInput(e) => bad(e),
+        RunError::Failed(e) => Failure::Failed(e),
+    }
+}
+
+/// A command's exit code (0, or 1 with `failed` when the work it judged
+/// failed), as `Ok`/`Err`.
+pub fn judged(code: u8, failed: &str) -> Result<(), Failure> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(Failure::Failed(anyhow!("{failed}")))
+    }
+}
+
+/// Prints the error of a command, if any, and its exit code. After a
+/// SIGINT/SIGTERM/SIGHUP the signal teardown ends the process instead (exit
+/// 128+signal): what the command saw then is the teardown killing its children.
+pub fn exit(r: Result<(), Failure>) -> ExitCode {
+    sinkhole_rig::procs::wait_for_teardown();
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::BadInput(e)) => {
+            eprintln!("sinkhole: error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Failed(e)) => {
+            eprintln!("sinkhole: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Log lines on stderr (-v info, -vv debug; RUST_LOG overrides), coloured
+/// only for a terminal and without NO_COLOR ([`sinkhole_rig::term`]): workers
+/// run this binary too, and their stderr is a log file.
+pub fn init_logging(verbose: u8) {
+    let filter = match verbose {
+        0 => "warn",
+        1 => "info,sinkhole=info",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(sinkhole_rig::term::stderr_colour())
+        .init();
+}
+
+/// A progress line on stderr (stdout is for the result, e.g. `--json`).
+pub fn progress(line: &str) {
+    eprintln!("sinkhole: {line}");
+}
+
+/// Whether an installation error is the user's input (unknown version, bad
+/// KAFKA_HOME) or the environment (no java, no network).
+pub fn install_failure(e: install::InstallError) -> Failure {
+    if e.is_bad_input() {
+        bad(e)
+    } else {
+        Failure::Failed(e.into())
+    }
+}
+
+/// Resolves the distribution to run: KAFKA_HOME wins, else the version
+/// (installed on demand).
+pub fn dist_for(sel: &KafkaSel) -> Result<KafkaDist, Failure> {
+    if let Some(home) = &sel.kafka_home {
+        return install::resolve(None, Some(home)).map_err(install_failure);
+    }
+    let v = sel.kafka.clone().unwrap_or_else(|| DEFAULT_KAFKA.to_string());
+    let v = install::parse_versions(&v).map_err(bad)?;
+    if v.len() != 1 {
+        return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
+    }
+    install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)
+}
+
+/// A local cluster's spec from the command line, its ports checked before
+/// any JVM starts.
+pub fn spec_from(shape: &ClusterShape, dist: KafkaDist, dir: PathBuf) -> Result<LocalSpec, Failure> {
+    if !matches!(shape.nodes, 1 | 3 | 5) {
+        return Err(bad(anyhow!("--nodes {}: use 1, 3 or 5 KRaft nodes", shape.nodes)));
+    }
+    let mut spec = LocalSpec::new(dist, shape.nodes, dir);
+    spec.broker_config = parse_overrides(&shape.broker_config).map_err(bad)?;
+    spec.base_port = shape.base_port;
+    spec.heap = shape.heap.clone();
+    spec.ready_timeout = Duration::from_secs(shape.ready_timeout);
+    if let Some(p) = shape.base_port {
+        // Occupied ports are the user's input: check before any JVM starts.
+        sinkhole_rig::cluster::ports::allocate(shape.nodes, Some(p)).map_err(bad)?;
+    }
+    Ok(spec)
+}
+
+/// A run's summary on stdout: JSON, or the table, the latency lines and
+/// where the results are (`sinkhole run`, `sinkhole check`).
+pub fn print_summary(s: &Summary, json: bool) -> Result<(), Failure> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(s)?);
+    } else {
+        print!("{}", sinkhole_rig::results::summary::render_text(s));
+    }
+    Ok(())
+}

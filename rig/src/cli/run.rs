@@ -1,0 +1,19 @@
+//! `sinkhole run FILE`: one scenario, every mode in turn on one cluster
+//! ([`sinkhole_rig::run`]), then the summary on stdout.
+use sinkhole_rig::run::{self, RunArgs};
+use sinkhole_rig::scenario::Backend;
+
+use super::args::RunCmd;
+use super::{judged, print_summary, run_failure, Failure};
+
+pub async fn run(a: RunCmd) -> Result<(), Failure> {
+    let RunCmd { file, modes, kafka, seed, results, json, backend, image } = a;
+    let args = RunArgs { file, modes, kafka, seed, results, json };
+    let backend = backend.map(|b| match b.as_str() {
+        "containers" => Backend::Containers,
+        _ => Backend::Local,
+    });
+    let summary = run::run_on(&args, backend, image).await.map_err(run_failure)?;
+    print_summary(&summary, args.json)?;
+    judged(summary.exit_code, "at least one mode did not meet its expectation")
+}

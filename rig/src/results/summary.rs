@@ -1,0 +1,234 @@
+//! `results/<run-id>/summary.json` and the table a user reads: one row per
+//! mode, built from the mode's verdict ([`summarize`]), and the run's exit
+//! code ([`exit_code`]). Written by `sinkhole run`, rewritten by
+//! `sinkhole check`; the matrix keeps each cell's rows.
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use sinkhole_workloads::model::SinkMode;
+
+use crate::checker;
+use crate::verdict::{self, Outcome, Verdict};
+
+/// One row of the summary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModeSummary {
+    pub mode: SinkMode,
+    pub outcome: Outcome,
+    pub expected_met: Option<bool>,
+    pub expected: String,
+    pub reason: String,
+    pub counts: checker::Counts,
+    pub verdict: Option<PathBuf>,
+    /// The job's wall time (first worker start to the last commit).
+    #[serde(default)]
+    pub wall_ms: u64,
+    /// False when the output was not counted (the mode could not run).
+    #[serde(default)]
+    pub checked: bool,
+}
+
+impl ModeSummary {
+    /// Committed records per second of job wall time: the throughput the
+    /// sink achieved end to end, restores and faults included.
+    pub fn committed_per_sec(&self) -> u64 {
+        (self.counts.committed * 1000).checked_div(self.wall_ms).unwrap_or(0)
+    }
+}
+
+/// `results/<run-id>/summary.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub run_id: String,
+    pub scenario: String,
+    pub source: PathBuf,
+    pub kafka: String,
+    pub seed: u64,
+    pub dir: PathBuf,
+    pub modes: Vec<ModeSummary>,
+    pub exit_code: u8,
+}
+
+pub fn summarize(v: &Verdict, path: Option<PathBuf>) -> ModeSummary {
+    ModeSummary {
+        mode: v.mode,
+        outcome: v.outcome,
+        expected_met: v.expected_met,
+        expected: verdict::expectation_text(v.expectation.as_ref()),
+        reason: v.reason.clone(),
+        counts: v.counts,
+        verdict: path,
+        wall_ms: v.wall_ms,
+        checked: v.checked,
+    }
+}
+
+/// 0 when every mode met its expectation, was honestly inconclusive or only
+/// observed; 1 when any failed.
+pub fn exit_code(modes: &[ModeSummary]) -> u8 {
+    if modes.iter().any(|m| m.outcome == Outcome::Fail) {
+        1
+    } else {
+        0
+    }
+}
+
+/// `mode | records | committed | lost | duplicated | outcome | expected`,
+/// then the reason of each mode.
+pub fn render_table(modes: &[ModeSummary]) -> String {
+    let head = ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "outcome", "expected"];
+    let rows: Vec<[String; 9]> = modes
+        .iter()
+        .map(|m| {
+            let expected = match m.expected_met {
+                Some(true) => format!("{} (met)", m.expected),
+                Some(false) => format!("{} (NOT met)", m.expected),
+                None => m.expected.clone(),
+            };
+            // Counts of a mode whose output was not read are not zeros: "-".
+            let counted = |n: u64| if m.checked { n.to_string() } else { "-".to_string() };
+            [
+                m.mode.name().to_string(),
+                m.counts.expected.to_string(),
+                counted(m.counts.committed),
+                counted(m.counts.lost),
+                counted(m.counts.duplicated),
+                format!("{:.1}", m.wall_ms as f64 / 1000.0),
+                counted(m.committed_per_sec()),
+                m.outcome.name().to_string(),
+                expected,
+            ]
+        })
+        .collect();
+    let mut w = head.map(str::len);
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = w[i] - c.chars().count();
+                // numbers right-aligned, words left
+                if (1..=6).contains(&i) {
+                    format!("{}{c}", " ".repeat(pad))
+                } else {
+                    format!("{c}{}", " ".repeat(pad))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = line(&head.map(String::from));
+    out.push('\n');
+    out.push_str(&w.iter().map(|n| "-".repeat(*n)).collect::<Vec<_>>().join("-|-"));
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    for m in modes {
+        out.push_str(&format!("{}: {}\n", m.mode.name(), m.reason));
+    }
+    out
+}
+
+/// What `sinkhole run` and `sinkhole check` print without `--json`: the
+/// table, each mode's latency line, and where the results are.
+pub fn render_text(s: &Summary) -> String {
+    let mut out = render_table(&s.modes);
+    let verdicts: Vec<(SinkMode, Option<PathBuf>)> = s.modes.iter().map(|m| (m.mode, m.verdict.clone())).collect();
+    out.push_str(&crate::latency::render_lines(&verdicts));
+    out.push_str(&format!("results: {}\n", s.dir.display()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_and_exit_code() {
+        let row = |mode, outcome, met: Option<bool>, expected: &str, lost| ModeSummary {
+            mode,
+            outcome,
+            expected_met: met,
+            expected: expected.into(),
+            reason: format!("{mode} reason"),
+            counts: checker::Counts { expected: 40000, committed: 40000 - lost, lost, ..checker::Counts::default() },
+            verdict: None,
+            wall_ms: 20_000,
+            checked: true,
+        };
+        let rows = vec![
+            row(SinkMode::Legacy, Outcome::Pass, Some(true), "lost>0", 2000),
+            row(SinkMode::TwopcInject, Outcome::Pass, Some(true), "clean", 0),
+            ModeSummary { checked: false, ..row(SinkMode::Kip939, Outcome::Inconclusive, None, "clean", 0) },
+        ];
+        let t = render_table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[0],
+            "mode         | records | committed | lost | duplicated | job s | committed/s | outcome      | expected"
+        );
+        assert_eq!(
+            lines[2],
+            "legacy       |   40000 |     38000 | 2000 |          0 |  20.0 |        1900 | pass         | lost>0 (met)"
+        );
+        assert_eq!(
+            lines[4],
+            "kip939       |   40000 |         - |    - |          - |  20.0 |           - | inconclusive | clean"
+        );
+        assert_eq!(lines[5], "legacy: legacy reason");
+        assert_eq!(exit_code(&rows), 0);
+        let mut rows = rows;
+        rows.push(row(SinkMode::AtLeastOnce, Outcome::Fail, Some(false), "duplicated>0", 0));
+        assert_eq!(exit_code(&rows), 1);
+        rows[3].outcome = Outcome::Observed;
+        assert_eq!(exit_code(&rows), 0);
+    }
+    #[test]
+    fn text_is_the_table_the_latency_lines_and_the_directory() {
+        let dir = std::env::temp_dir().join(format!("sinkhole-summary-text-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let vpath = dir.join("verdict.json");
+        std::fs::write(
+            &vpath,
+            r#"{"latency": {"commit": {"p50": 2100, "p90": 5000, "p99": 9800, "p99.9": 12000, "max": 15000, "count": 9}}}"#,
+        )
+        .unwrap();
+        let row = |mode, verdict| ModeSummary {
+            mode,
+            outcome: Outcome::Pass,
+            expected_met: Some(true),
+            expected: "clean".into(),
+            reason: "clean as expected".into(),
+            counts: checker::Counts { expected: 10, committed: 10, ..checker::Counts::default() },
+            verdict,
+            wall_ms: 1000,
+            checked: true,
+        };
+        let s = Summary {
+            run_id: "r".into(),
+            scenario: "s".into(),
+            source: "s.yaml".into(),
+            kafka: "4.4.0".into(),
+            seed: 1,
+            dir: dir.clone(),
+            modes: vec![row(SinkMode::Legacy, Some(vpath)), row(SinkMode::Kip939, None)],
+            exit_code: 0,
+        };
+        let text = render_text(&s);
+        let table = render_table(&s.modes);
+        assert_eq!(
+            text,
+            format!("{table}legacy latency µs p50/p99/max: commit 2100/9800/15000\nresults: {}\n", dir.display())
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
