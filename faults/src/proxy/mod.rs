@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kafka_protocol::messages::ApiKey;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -193,7 +192,7 @@ pub(crate) struct FrameInfo<'a> {
 impl FrameInfo<'_> {
     fn describe(&self, what: &str) -> String {
         let api = match self.api_key {
-            Some(k) => ApiKey::try_from(k).map(|a| format!("{a:?}")).unwrap_or_else(|_| format!("api {k}")),
+            Some(k) => sinkhole_kafka::api::describe_api(k),
             None => "unparsed frame".to_string(),
         };
         let dir = match self.dir {
