@@ -18,7 +18,6 @@ pub mod cluster;
 pub mod image;
 pub mod install;
 pub mod junit;
-pub mod kafka_names;
 pub mod latency;
 pub mod matrix;
 pub mod probe;
