@@ -10,6 +10,12 @@
 //! `TransactionManager.AddPartitionsToTxnHandler`, including its reading of
 //! OPERATION_NOT_ATTEMPTED (a partition skipped because another failed).
 //! Under Transactions V2 the partition is added by Produce v12+ instead.
+//!
+//! A reply that answers a partition the request did not name, or one twice,
+//! is refused ([`WireError::ReplyMismatch`]) rather than read: an error code
+//! on a partition never asked for would otherwise decide the outcome.
+use std::collections::BTreeSet;
+
 use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::{
@@ -17,7 +23,7 @@ use kafka_protocol::messages::{
 };
 
 use super::api_versions::ApiVersionsInfo;
-use super::client::{decode_body, encode_body, str_bytes, Call, Client, Target};
+use super::client::{check_answered, decode_body, encode_body, str_bytes, Call, Client, Target};
 use super::error::{coordinator_retry, CoordinatorAction, KafkaCode, WireError};
 
 impl Client {
@@ -52,7 +58,11 @@ impl Client {
             .with_v3_and_below_topics(topics);
         let choose = |info: &ApiVersionsInfo| info.negotiate(ApiKey::AddPartitionsToTxn, 0, 3);
         let encode = |v: i16| encode_body(&req, v, "AddPartitionsToTxn");
-        let decode = |b: Bytes, v: i16| decode_body::<AddPartitionsToTxnResponse>(b, v, "AddPartitionsToTxn");
+        let decode = |b: Bytes, v: i16| {
+            let r = decode_body::<AddPartitionsToTxnResponse>(b, v, "AddPartitionsToTxn")?;
+            check_reply(partitions, &r)?;
+            Ok(r)
+        };
         let status = |r: &AddPartitionsToTxnResponse| {
             let results: Vec<(String, i32, KafkaCode)> = r
                 .results_by_topic_v3_and_below
@@ -85,6 +95,18 @@ impl Client {
     }
 }
 
+/// Checks that a (v0–v3) reply answers only the partitions asked, each once.
+/// A partition left out is not refused, as Java's
+/// `AddPartitionsToTxnHandler` does not refuse it either.
+fn check_reply(asked: &[(String, i32)], reply: &AddPartitionsToTxnResponse) -> Result<(), WireError> {
+    let asked: BTreeSet<(&str, i32)> = asked.iter().map(|(t, p)| (t.as_str(), *p)).collect();
+    let answered = reply
+        .results_by_topic_v3_and_below
+        .iter()
+        .flat_map(|t| t.results_by_partition.iter().map(move |p| (t.name.0.as_str(), p.partition_index)));
+    check_answered("AddPartitionsToTxn", &asked, answered, |(t, p)| format!("{t}-{p}"))
+}
+
 /// The code that decides an AddPartitionsToTxn reply: the first code that
 /// calls for re-discovery, else the first retriable one, else the first
 /// other error; OPERATION_NOT_ATTEMPTED only when it is all there is.
@@ -102,6 +124,43 @@ fn add_partitions_code(codes: impl Iterator<Item = KafkaCode> + Clone) -> KafkaC
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BytesMut;
+    use kafka_protocol::messages::add_partitions_to_txn_response::{
+        AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+    };
+    use kafka_protocol::protocol::Encodable;
+
+    /// A v3 reply with one result per (topic, partition), through the codec.
+    fn reply(parts: &[(&str, i32, i16)]) -> AddPartitionsToTxnResponse {
+        let topics = parts
+            .iter()
+            .map(|&(t, p, code)| {
+                AddPartitionsToTxnTopicResult::default().with_name(TopicName(str_bytes(t))).with_results_by_partition(
+                    vec![AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(p)
+                        .with_partition_error_code(code)],
+                )
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics).encode(&mut buf, 3).unwrap();
+        decode_body(buf.freeze(), 3, "AddPartitionsToTxn").unwrap()
+    }
+
+    #[test]
+    fn a_reply_must_answer_only_the_partitions_asked() {
+        let asked = vec![("out".to_string(), 0), ("out".to_string(), 1)];
+        check_reply(&asked, &reply(&[("out", 1, 0), ("out", 0, 0)])).unwrap();
+        check_reply(&asked, &reply(&[("out", 0, 0)])).unwrap();
+        // An error on a partition never asked for must not decide the outcome.
+        let err = check_reply(&asked, &reply(&[("out", 0, 0), ("out", 1, 0), ("out", 5, 48)])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "AddPartitionsToTxn reply does not match the request: it answers out-5, which the request did not name"
+        );
+        let err = check_reply(&asked, &reply(&[("out", 0, 0), ("out", 0, 51)])).unwrap_err();
+        assert!(err.to_string().ends_with("it answers out-0, a second time"), "{err}");
+    }
 
     #[test]
     fn add_partitions_deciding_code() {

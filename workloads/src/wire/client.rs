@@ -31,7 +31,7 @@
 //! Requests are sent one at a time (`&mut self`), which is what the sink
 //! modes and probes need: a worker drives one producer.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -206,6 +206,35 @@ pub(super) fn encode_body<R: Encodable>(req: &R, version: i16, api: &str) -> Res
 
 pub(super) fn decode_body<R: Decodable>(mut body: Bytes, version: i16, api: &str) -> Result<R, WireError> {
     R::decode(&mut body, version).map_err(|e| WireError::codec(&format!("decoding {api} v{version} response"), e))
+}
+
+/// Checks that a reply answers only what its request named (partitions,
+/// ids), each at most once: an answer for anything else is a broker or proxy
+/// fault, never an answer to trust, and an error names it
+/// ([`WireError::ReplyMismatch`]) where matching it up would otherwise panic
+/// or acknowledge what was never sent. `name` renders a key for the error.
+pub(super) fn check_answered<K: Ord>(
+    api: &str,
+    asked: &BTreeSet<K>,
+    answered: impl IntoIterator<Item = K>,
+    name: impl Fn(&K) -> String,
+) -> Result<(), WireError> {
+    let mut seen = BTreeSet::new();
+    for key in answered {
+        let problem = if !asked.contains(&key) {
+            "which the request did not name"
+        } else if seen.contains(&key) {
+            "a second time"
+        } else {
+            seen.insert(key);
+            continue;
+        };
+        return Err(WireError::ReplyMismatch {
+            api: api.to_string(),
+            detail: format!("it answers {}, {problem}", name(&key)),
+        });
+    }
+    Ok(())
 }
 
 pub(super) fn str_bytes(s: &str) -> StrBytes {

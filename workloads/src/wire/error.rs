@@ -47,6 +47,12 @@ pub enum WireError {
     #[error("correlation id mismatch: expected {expected}, got {got}")]
     CorrelationMismatch { expected: i32, got: i32 },
 
+    /// The reply does not answer the request: it names a partition the
+    /// request did not, or one twice. The byte stream is in step (the
+    /// correlation id matched), but no answer in the reply can be trusted.
+    #[error("{api} reply does not match the request: {detail}")]
+    ReplyMismatch { api: String, detail: String },
+
     /// No version of `api` is supported by both sides. `broker` is `None`
     /// when the broker does not advertise the API at all.
     #[error("{api}: no common version (broker {}, client {}..={})", fmt_range(.broker), .client.0, .client.1)]
