@@ -3,14 +3,14 @@
 //! A request frame is `size | request header | body`; a response frame is
 //! `size | response header | body`. The header versions are not in the frame:
 //! they follow from the API key and version of the request (see
-//! [`header`](crate::header)).
+//! [`header`]).
 //!
 //! [`split_frame`] takes one whole frame off the front of a connection's read
 //! buffer, or says that more bytes are needed; the size checks mirror Java's
 //! `NetworkReceive`, which rejects a negative size, or one above its maximum,
 //! before allocating anything. The encoders write whole frames (prefix
 //! included) for the wire client and for the answers the proxy writes itself.
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Encodable, Request};
 
@@ -68,13 +68,6 @@ pub fn split_frame(buf: &mut BytesMut, max_frame: usize) -> Result<Option<Bytes>
     Ok(Some(buf.split_to(total).freeze()))
 }
 
-/// The bytes of a frame after its size prefix.
-pub fn payload(frame: &Bytes) -> Bytes {
-    let mut p = frame.clone();
-    p.advance(SIZE_PREFIX.min(p.len()));
-    p
-}
-
 /// Writes the size of `buf` (everything after its first 4 bytes) into those bytes.
 fn patch_size(buf: &mut BytesMut) -> Result<(), FrameError> {
     let size = i32::try_from(buf.len() - SIZE_PREFIX)
@@ -114,9 +107,9 @@ pub fn encode_request<R: Request>(header: &RequestHeader, req: &R, version: i16)
 /// requests encoded by hand (InitProducerId v6) and for probes that send a
 /// version the crate does not know.
 ///
-/// The header is written by [`header::put_request_header`] rather than by the
-/// crate so that this cannot fail; a client id longer than `i16::MAX` bytes is
-/// cut at a character boundary.
+/// The header is written here (`header::put_request_header`) rather than by
+/// `kafka-protocol` so that this cannot fail; a client id longer than
+/// `i16::MAX` bytes is cut at a character boundary.
 pub fn encode_raw_request(api_key: ApiKey, version: i16, correlation_id: i32, client_id: &str, body: &[u8]) -> Bytes {
     let client_id = truncate_str(client_id, i16::MAX as usize);
     let mut buf = BytesMut::with_capacity(SIZE_PREFIX + 10 + client_id.len() + 1 + body.len());
@@ -169,6 +162,11 @@ pub fn replace_body(frame: &[u8], body_offset: usize, body: &[u8]) -> Result<Byt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes of a frame after its size prefix.
+    fn payload(frame: &Bytes) -> &[u8] {
+        &frame[SIZE_PREFIX..]
+    }
     use kafka_protocol::messages::InitProducerIdRequest;
     use kafka_protocol::messages::TransactionalId;
     use kafka_protocol::protocol::StrBytes;
@@ -192,7 +190,7 @@ mod tests {
             } else {
                 let got = got.unwrap();
                 assert_eq!(&got[..], &wire[..], "the whole frame, size prefix included");
-                assert_eq!(payload(&got), Bytes::from_static(b"hello kafka"));
+                assert_eq!(payload(&got), b"hello kafka");
             }
         }
         assert!(buf.is_empty());

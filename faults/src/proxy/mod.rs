@@ -313,8 +313,8 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Active rules, read without the lock on every frame (the fast path).
     rule_count: AtomicUsize,
-    /// Loss and jitter draws: the same seed draws the same frames and holds
-    /// whatever `rand` release is built (see [`crate::rng`]).
+    /// Loss and jitter draws: a seed gives the same sequence of draws on
+    /// every build, whatever `rand` release it has (see [`crate::rng`]).
     rng: Mutex<SplitMix64>,
     /// Bumped on every rule removal: held frames re-check their rule.
     pub(crate) removals: watch::Sender<u64>,
