@@ -7,8 +7,10 @@
 //! that says what was observed afterwards (see [`process::SignalEffect`]), and the
 //! runner keeps it in the history.
 //!
-//! For now this holds process-level faults (signals to brokers and workers). The
-//! network and protocol faults, schedules and triggers come with the fault-library
-//! issue.
+//! It holds the process-level faults ([`process`]: signals to brokers and
+//! workers), the Kafka-aware TCP proxy that carries the network and protocol
+//! faults ([`proxy`]), and the seeded generator ([`rng`]) the proxy and the
+//! rig's fault schedules draw from, so that a seed replays a run.
 pub mod process;
 pub mod proxy;
+pub mod rng;

@@ -10,10 +10,11 @@ use kafka_protocol::messages::{
     MetadataRequest, MetadataResponse, RequestHeader, TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use sinkhole_faults::proxy::frame::{request_header, FrameReader};
+use sinkhole_faults::proxy::frame::FrameReader;
 use sinkhole_faults::proxy::{
     classify, Action, Frames, ListenerKind, Match, Peer, PeerGroup, Proxy, Route, Rule, RuleStats,
 };
+use sinkhole_kafka::header::request_header;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

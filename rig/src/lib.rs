@@ -28,7 +28,6 @@ pub mod cluster;
 pub mod history;
 pub mod image;
 pub mod install;
-pub mod kafka_names;
 pub mod latency;
 pub mod matrix;
 pub mod nemesis;

@@ -384,12 +384,7 @@ pub enum FrameDirection {
 }
 
 /// A Kafka error by name (`NOT_COORDINATOR`) or code (`16`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ErrorName {
-    Code(i16),
-    Name(String),
-}
+pub use sinkhole_kafka::ErrorName;
 
 /// Whose frames a protocol fault acts on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -1671,9 +1666,9 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
                 for (n, name) in a.iter().enumerate() {
                     let mut p = fp("apis");
                     p.push(Seg::Index(n));
-                    match crate::kafka_names::api_key(name) {
+                    match sinkhole_kafka::api::api_key(name) {
                         None => bad(p, unknown_api(name)),
-                        Some(key_) if a[..n].iter().any(|o| crate::kafka_names::api_key(o) == Some(key_)) => {
+                        Some(key_) if a[..n].iter().any(|o| sinkhole_kafka::api::api_key(o) == Some(key_)) => {
                             bad(p, format!("{name} is listed twice"))
                         }
                         Some(_) => {}
@@ -1689,7 +1684,7 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
                         .into(),
                 ),
                 Some(e) => {
-                    if let Err(msg) = crate::kafka_names::error_code(e) {
+                    if let Err(msg) = sinkhole_kafka::errors::error_code(e) {
                         bad(fp("error"), msg);
                     }
                 }
@@ -1724,7 +1719,7 @@ fn tp_clone(p: &[Seg]) -> Vec<Seg> {
 /// "Endtxn": not an API; the nearest names help more than the whole list.
 fn unknown_api(name: &str) -> String {
     let f: String = name.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
-    let near: Vec<&str> = crate::kafka_names::api_names()
+    let near: Vec<&str> = sinkhole_kafka::api::api_names()
         .into_iter()
         .filter(|n| {
             let l = n.to_ascii_lowercase();

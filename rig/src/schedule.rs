@@ -9,17 +9,18 @@
 //! two generated faults never overlap and their effects can be told apart.
 //!
 //! The same seed always gives the same list, on every machine and with every
-//! version of this crate's dependencies: the generator is a hand-written
-//! SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
-//! generators", 2014), not `rand::rngs::StdRng`, whose algorithm `rand`
-//! reserves the right to change between releases — a schedule replayed from a
-//! seed in a bug report must not change under a `cargo update`.
+//! version of this crate's dependencies: the generator is the hand-written
+//! SplitMix64 of `sinkhole_faults::rng` (which the fault proxy draws from
+//! too), not `rand::rngs::StdRng`, whose algorithm `rand` reserves the right
+//! to change between releases — a schedule replayed from a seed in a bug
+//! report must not change under a `cargo update`.
 //!
 //! [`write`] stores the resolved list as `schedule.json` in the run
 //! directory, in the scenario's YAML field names.
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+pub use sinkhole_faults::rng::SplitMix64;
 
 use crate::scenario::{
     ErrorName, FaultKind, FaultSpec, FrameDirection, Group, Mix, NamedTarget, NetDirection, RandomSchedule, Scenario,
@@ -54,52 +55,6 @@ impl Resolved {
     /// The generated faults.
     pub fn generated_faults(&self) -> &[FaultSpec] {
         &self.faults[self.faults.len() - self.generated..]
-    }
-}
-
-/// SplitMix64: 64 bits of state, full period, passes BigCrush; a handful of
-/// lines whose output is fixed forever (see the module comment).
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..n (n > 0), by Lemire's multiply-shift: the bias is below
-    /// n / 2^64, nothing for the small ranges used here.
-    pub fn below(&mut self, n: u64) -> u64 {
-        assert!(n > 0, "below(0)");
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// Uniform in [lo, hi] (inclusive; lo ≤ hi).
-    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        if hi <= lo {
-            return lo;
-        }
-        match (hi - lo).checked_add(1) {
-            Some(n) => lo + self.below(n),
-            None => self.next_u64(),
-        }
-    }
-
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-
-    /// True with probability num/den.
-    pub fn chance(&mut self, num: u64, den: u64) -> bool {
-        self.below(den) < num
     }
 }
 
@@ -519,26 +474,6 @@ pub fn schedule_file(file: &Path, seed: Option<u64>, json: bool) -> Result<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splitmix64_matches_the_reference_sequence() {
-        // Vigna's splitmix64.c, seeded with 1234567.
-        let mut r = SplitMix64::new(1234567);
-        assert_eq!(r.next_u64(), 6457827717110365317);
-        assert_eq!(r.next_u64(), 3203168211198807973);
-    }
-
-    #[test]
-    fn ranges_stay_in_bounds() {
-        let mut r = SplitMix64::new(7);
-        for _ in 0..10_000 {
-            let x = r.between(5, 9);
-            assert!((5..=9).contains(&x));
-            assert!(r.below(3) < 3);
-        }
-        assert_eq!(r.between(4, 4), 4);
-        assert_eq!(r.between(9, 4), 9, "an empty range gives its start");
-    }
 
     #[test]
     fn excerpt_points_at_the_column() {

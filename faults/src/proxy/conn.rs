@@ -12,7 +12,9 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+use sinkhole_kafka::frame::{encode_response, replace_body};
+use sinkhole_kafka::header::{request_header, response_body_offset, response_correlation_id};
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -192,7 +194,7 @@ async fn requests(
             Next::Frame(f) => f,
             Next::Closed | Next::Gone => return,
         };
-        let Some(h) = frame::request_header(&frame) else {
+        let Some(h) = request_header(&frame) else {
             let _ = to_upstream.send(Out { frame, hold: None }.into());
             continue;
         };
@@ -255,8 +257,9 @@ async fn requests(
             Action::Error { code } => {
                 let answer = match &body {
                     _ if !facts.expects_response => Err("acks=0: the client expects no answer".to_string()),
-                    Some(b) => inject::error_response(h.api_key, h.api_version, b, code)
-                        .and_then(|body| inject::response_frame(h.api_key, h.api_version, h.correlation_id, &body)),
+                    Some(b) => inject::error_response(h.api_key, h.api_version, b, code).and_then(|body| {
+                        encode_response(h.api_key, h.api_version, h.correlation_id, &body).map_err(|e| e.to_string())
+                    }),
                     None => Err("unknown API".to_string()),
                 };
                 match answer {
@@ -302,7 +305,7 @@ async fn responses(shared: &Shared, conn: &Conn, rd: OwnedReadHalf, to_client: U
             Next::Gone => return,
         };
         let mut pending = lock(&conn.pending);
-        let request = frame::response_correlation_id(&frame).and_then(|corr| {
+        let request = response_correlation_id(&frame).and_then(|corr| {
             let pos = pending
                 .queue
                 .iter()
@@ -343,15 +346,11 @@ async fn responses(shared: &Shared, conn: &Conn, rd: OwnedReadHalf, to_client: U
                 }
                 Action::Error { code } => {
                     let key = info.api_key.unwrap_or(-1);
-                    let rewritten = frame::response_body_offset(&frame, key, info.api_version)
+                    let rewritten = response_body_offset(&frame, key, info.api_version)
                         .ok_or_else(|| "unparsable response header".to_string())
                         .and_then(|off| {
                             let body = inject::replace_errors(key, info.api_version, &frame.slice(off..), code)?;
-                            let mut out = BytesMut::with_capacity(off + body.len());
-                            out.put_i32((off - 4 + body.len()) as i32);
-                            out.put_slice(&frame[4..off]);
-                            out.put_slice(&body);
-                            Ok(out.freeze())
+                            replace_body(&frame, off, &body).map_err(|e| e.to_string())
                         });
                     match rewritten {
                         Ok(f) => {

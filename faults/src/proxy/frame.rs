@@ -1,10 +1,13 @@
-//! Kafka framing for the proxy: whole frames off a byte stream, and the few
-//! header fields the rules need, read in place without re-encoding anything.
+//! Frames for the proxy: one direction of a connection read frame by frame,
+//! and what the rules need to know of a request body.
 //!
-//! A frame is a 4-byte big-endian length and that many bytes (Kafka's
-//! `NetworkReceive`). Frames are buffered the way tokio-rs/mini-redis's
-//! `Connection` buffers its frames: read into one growing `BytesMut`, split a
-//! whole frame off its front (no copy, the split shares the allocation).
+//! The framing itself (the size prefix, the size limit, the headers) is
+//! `sinkhole-kafka`'s, shared with the wire client. Here, as in
+//! tokio-rs/mini-redis's `Connection`, a reader owns one growing `BytesMut`,
+//! reads into it and asks [`split_frame`] for the next whole frame (no copy:
+//! the frame shares the allocation, and is forwarded as it came, size prefix
+//! included). Request bodies are read only as far as the rules need
+//! ([`request_facts`]).
 use std::io;
 
 use bytes::{Bytes, BytesMut};
@@ -13,6 +16,8 @@ use kafka_protocol::messages::{
     FindCoordinatorRequest, InitProducerIdRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::Decodable;
+use sinkhole_kafka::frame::split_frame;
+use sinkhole_kafka::primitives::{read_nullable_string, skip_nullable_string};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The largest frame the proxy accepts. Kafka brokers refuse requests above
@@ -58,138 +63,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 
     fn parse(&mut self) -> io::Result<Option<Bytes>> {
-        if self.buf.len() < 4 {
-            return Ok(None);
-        }
-        let len = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-        if len < 0 || len as usize > MAX_FRAME {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("bad frame length {len}")));
-        }
-        let total = 4 + len as usize;
-        if self.buf.len() < total {
-            self.buf.reserve(total - self.buf.len());
-            return Ok(None);
-        }
-        Ok(Some(self.buf.split_to(total).freeze()))
+        split_frame(&mut self.buf, MAX_FRAME).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
-}
-
-/// The request header fields the proxy reads (Kafka's `RequestHeader`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestHeader {
-    pub api_key: i16,
-    pub api_version: i16,
-    pub correlation_id: i32,
-    /// Byte range of the client id within the frame (None: null or header v0).
-    pub client_id: Option<(usize, usize)>,
-    /// Offset of the request body within the frame (None: unknown API key,
-    /// whose header version cannot be known).
-    pub body: Option<usize>,
-}
-
-impl RequestHeader {
-    pub fn client_id<'a>(&self, frame: &'a [u8]) -> &'a str {
-        self.client_id.and_then(|(a, b)| std::str::from_utf8(&frame[a..b]).ok()).unwrap_or("")
-    }
-}
-
-fn read_uvarint(b: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut out = 0u64;
-    for shift in (0..35).step_by(7) {
-        let byte = *b.get(*pos)?;
-        *pos += 1;
-        out |= ((byte & 0x7f) as u64) << shift;
-        if byte & 0x80 == 0 {
-            return Some(out);
-        }
-    }
-    None
-}
-
-/// Parses the request header of `frame` (length prefix included). Header v1
-/// and v2 both carry the client id as a classic nullable string (Kafka keeps
-/// it non-compact in v2 for ApiVersions' sake); v2 then has tagged fields.
-pub fn request_header(frame: &[u8]) -> Option<RequestHeader> {
-    if frame.len() < 12 {
-        return None;
-    }
-    let api_key = i16::from_be_bytes([frame[4], frame[5]]);
-    let api_version = i16::from_be_bytes([frame[6], frame[7]]);
-    let correlation_id = i32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]);
-    let header_version = ApiKey::try_from(api_key).ok().map(|k| k.request_header_version(api_version));
-    if header_version == Some(0) {
-        return Some(RequestHeader { api_key, api_version, correlation_id, client_id: None, body: Some(12) });
-    }
-    let mut pos = 12;
-    let len = i16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
-    pos += 2;
-    let client_id = if len >= 0 {
-        let end = pos + len as usize;
-        if end > frame.len() {
-            return None;
-        }
-        let r = (pos, end);
-        pos = end;
-        Some(r)
-    } else {
-        None
-    };
-    let body = match header_version {
-        Some(2) => {
-            let n = read_uvarint(frame, &mut pos)?;
-            for _ in 0..n {
-                read_uvarint(frame, &mut pos)?;
-                let size = read_uvarint(frame, &mut pos)? as usize;
-                pos = pos.checked_add(size).filter(|&p| p <= frame.len())?;
-            }
-            Some(pos)
-        }
-        Some(_) => Some(pos),
-        None => None,
-    };
-    Some(RequestHeader { api_key, api_version, correlation_id, client_id, body })
-}
-
-/// The correlation id of a response frame.
-pub fn response_correlation_id(frame: &[u8]) -> Option<i32> {
-    (frame.len() >= 8).then(|| i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]))
-}
-
-/// Offset of the response body within `frame`: after the correlation id, and
-/// after the tagged fields for response header v1.
-pub fn response_body_offset(frame: &[u8], api_key: i16, version: i16) -> Option<usize> {
-    let key = ApiKey::try_from(api_key).ok()?;
-    let mut pos = 8;
-    if key.response_header_version(version) >= 1 {
-        let n = read_uvarint(frame, &mut pos)?;
-        for _ in 0..n {
-            read_uvarint(frame, &mut pos)?;
-            let size = read_uvarint(frame, &mut pos)? as usize;
-            pos = pos.checked_add(size).filter(|&p| p <= frame.len())?;
-        }
-    }
-    (pos <= frame.len()).then_some(pos)
-}
-
-/// A nullable string at `pos`: classic (i16 length) or compact (varint length+1).
-fn nullable_string(b: &[u8], pos: &mut usize, compact: bool) -> Option<Option<String>> {
-    let len = if compact {
-        let n = read_uvarint(b, pos)?;
-        if n == 0 {
-            return Some(None);
-        }
-        (n - 1) as usize
-    } else {
-        let n = i16::from_be_bytes([*b.get(*pos)?, *b.get(*pos + 1)?]);
-        *pos += 2;
-        if n < 0 {
-            return Some(None);
-        }
-        n as usize
-    };
-    let s = std::str::from_utf8(b.get(*pos..*pos + len)?).ok()?.to_string();
-    *pos += len;
-    Some(Some(s))
 }
 
 /// The first version at which an API's request body is "flexible" (compact
@@ -211,22 +86,10 @@ fn first_field_tid_flexible_from(key: ApiKey) -> Option<i16> {
 /// the transactional id) is not 0. Read without decoding the request.
 pub fn produce_expects_response(version: i16, body: &[u8]) -> bool {
     let mut pos = 0;
-    if nullable_string_skip(body, &mut pos, version >= 9).is_none() {
+    if skip_nullable_string(body, &mut pos, version >= 9).is_none() {
         return true;
     }
     body.get(pos..pos + 2).is_none_or(|a| i16::from_be_bytes([a[0], a[1]]) != 0)
-}
-
-fn nullable_string_skip(b: &[u8], pos: &mut usize, compact: bool) -> Option<()> {
-    let len = if compact {
-        read_uvarint(b, pos)?.saturating_sub(1) as usize
-    } else {
-        let n = i16::from_be_bytes([*b.get(*pos)?, *b.get(*pos + 1)?]);
-        *pos += 2;
-        n.max(0) as usize
-    };
-    *pos += len;
-    (*pos <= b.len()).then_some(())
 }
 
 /// What the proxy learns from a request body.
@@ -254,7 +117,7 @@ pub fn request_facts(api_key: i16, version: i16, body: &Bytes) -> RequestFacts {
     let first_field = |facts: &mut RequestFacts| -> Option<usize> {
         let flexible = version >= first_field_tid_flexible_from(key)?;
         let mut pos = 0;
-        if let Some(Some(tid)) = nullable_string(body, &mut pos, flexible) {
+        if let Some(Some(tid)) = read_nullable_string(body, &mut pos, flexible) {
             facts.transactional_ids.push(tid);
         }
         Some(pos)
@@ -327,6 +190,7 @@ mod tests {
     use bytes::BufMut;
     use kafka_protocol::messages::{RequestHeader as KHeader, TransactionalId};
     use kafka_protocol::protocol::{Encodable, StrBytes};
+    use sinkhole_kafka::header::request_header;
 
     fn frame_of(key: ApiKey, version: i16, corr: i32, client: Option<&str>, body: &impl Encodable) -> Bytes {
         let h = KHeader::default()
@@ -359,6 +223,20 @@ mod tests {
         let body = EndTxnRequest::default();
         let f = frame_of(ApiKey::EndTxn, 4, 1, None, &body);
         assert_eq!(request_header(&f).unwrap().client_id(&f), "");
+    }
+
+    #[test]
+    fn produce_acks_zero_expects_no_response() {
+        // Produce v3 (classic strings): null transactional id, acks 0.
+        assert!(!produce_expects_response(3, &[0xff, 0xff, 0, 0, 0, 0, 0x75, 0x30]));
+        assert!(produce_expects_response(3, &[0xff, 0xff, 0xff, 0xff]), "acks -1");
+        // v9+ (compact): transactional id "t", acks 0.
+        assert!(!produce_expects_response(9, &[2, b't', 0, 0]));
+        let facts = request_facts(0, 9, &Bytes::from_static(&[2, b't', 0, 0]));
+        assert_eq!(facts.transactional_ids, vec!["t".to_string()]);
+        assert!(!facts.expects_response);
+        // A body cut short is assumed to want an answer.
+        assert!(produce_expects_response(9, &[9]));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! `org.apache.kafka.common.requests`): the error code at the top level where
 //! the version has one, on every partition (or key) the request named where
 //! the errors are per partition, and "no id" values (-1) beside it.
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
 };
@@ -30,21 +30,6 @@ fn encode(body: &impl Encodable, version: i16) -> Result<BytesMut, String> {
 
 fn api(key: i16) -> Result<ApiKey, String> {
     ApiKey::try_from(key).map_err(|_| format!("unknown api key {key}"))
-}
-
-/// A whole response frame: length, response header for `api_key`/`version`
-/// (v1 adds an empty tagged-field section), body.
-pub fn response_frame(api_key: i16, version: i16, correlation_id: i32, body: &[u8]) -> Result<Bytes, String> {
-    let v1 = api(api_key)?.response_header_version(version) >= 1;
-    let len = 4 + usize::from(v1) + body.len();
-    let mut out = BytesMut::with_capacity(4 + len);
-    out.put_i32(len as i32);
-    out.put_i32(correlation_id);
-    if v1 {
-        out.put_u8(0);
-    }
-    out.put_slice(body);
-    Ok(out.freeze())
 }
 
 /// The body of a response that fails the request (`api_key`, `version`,

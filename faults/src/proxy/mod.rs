@@ -15,12 +15,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kafka_protocol::messages::ApiKey;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+use crate::rng::SplitMix64;
 
 mod conn;
 pub mod frame;
@@ -193,7 +192,7 @@ pub(crate) struct FrameInfo<'a> {
 impl FrameInfo<'_> {
     fn describe(&self, what: &str) -> String {
         let api = match self.api_key {
-            Some(k) => ApiKey::try_from(k).map(|a| format!("{a:?}")).unwrap_or_else(|_| format!("api {k}")),
+            Some(k) => sinkhole_kafka::api::describe_api(k),
             None => "unparsed frame".to_string(),
         };
         let dir = match self.dir {
@@ -314,7 +313,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Active rules, read without the lock on every frame (the fast path).
     rule_count: AtomicUsize,
-    rng: Mutex<StdRng>,
+    /// Loss and jitter draws: a seed gives the same sequence of draws on
+    /// every build, whatever `rand` release it has (see [`crate::rng`]).
+    rng: Mutex<SplitMix64>,
     /// Bumped on every rule removal: held frames re-check their rule.
     pub(crate) removals: watch::Sender<u64>,
     shutdown: watch::Sender<bool>,
@@ -348,17 +349,13 @@ impl Shared {
                 continue;
             }
             if let Some(p) = r.rule.matches.probability {
-                if lock(&self.rng).random::<f64>() >= p {
+                if lock(&self.rng).unit() >= p {
                     continue;
                 }
             }
             let hold = match r.rule.action {
                 Action::Delay { delay_ms, jitter_ms } => {
-                    let j = if jitter_ms > 0 {
-                        lock(&self.rng).random_range(-(jitter_ms as i64)..=jitter_ms as i64)
-                    } else {
-                        0
-                    };
+                    let j = if jitter_ms > 0 { lock(&self.rng).plus_minus(jitter_ms) } else { 0 };
                     Duration::from_millis((delay_ms as i64 + j).max(0) as u64)
                 }
                 _ => Duration::ZERO,
@@ -467,7 +464,7 @@ impl std::fmt::Debug for Proxy {
 
 impl Proxy {
     /// Binds every route's listener and starts forwarding. `seed` drives
-    /// jitter and probabilities.
+    /// jitter and probabilities, identically on every build.
     pub async fn start(routes: Vec<Route>, seed: u64) -> std::io::Result<Proxy> {
         let mut listeners = Vec::with_capacity(routes.len());
         for r in &routes {
@@ -482,7 +479,7 @@ impl Proxy {
             routes: routes.clone(),
             state: Mutex::new(State::default()),
             rule_count: AtomicUsize::new(0),
-            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            rng: Mutex::new(SplitMix64::new(seed)),
             removals,
             shutdown,
             listeners: Mutex::new(vec![]),
@@ -675,3 +672,6 @@ pub(crate) enum PendingEntry {
     /// An answer the proxy wrote, waiting for the responses before it.
     Injected(bytes::Bytes),
 }
+
+#[cfg(test)]
+mod tests;

@@ -374,7 +374,7 @@ pub fn proxy_rule(
                 .apis
                 .iter()
                 .flatten()
-                .map(|a| crate::kafka_names::api_key(a).ok_or_else(|| format!("{a:?} is not a Kafka API name")))
+                .map(|a| sinkhole_kafka::api::api_key(a).ok_or_else(|| format!("{a:?} is not a Kafka API name")))
                 .collect::<Result<_, _>>()?;
             m.frames = Some(match spec.frames.unwrap_or(FrameDirection::Request) {
                 FrameDirection::Request => Frames::Request,
@@ -387,7 +387,7 @@ pub fn proxy_rule(
                 FaultKind::ProtocolDelay => delay()?,
                 _ => {
                     let e = spec.error.as_ref().ok_or("protocol-error needs error (a Kafka error name or code)")?;
-                    Action::Error { code: crate::kafka_names::error_code(e)? }
+                    Action::Error { code: sinkhole_kafka::errors::error_code(e)? }
                 }
             }
         }

@@ -254,6 +254,13 @@ impl Sequences {
     }
 }
 
+/// The offset of the last record of a batch of `count` records appended at
+/// `base_offset`. Saturating: the offsets come from the broker's reply, and a
+/// bogus one must not overflow (a panic in a debug build).
+pub fn last_offset(base_offset: i64, count: i32) -> i64 {
+    base_offset.saturating_add(i64::from(count) - 1)
+}
+
 /// `sequence + increment`, wrapping to 0 after `i32::MAX`
 /// (Java `DefaultRecordBatch.incrementSequence`).
 pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
@@ -385,6 +392,13 @@ mod tests {
         assert_eq!(s.next(&tp), 0, "an epoch change resets");
         assert_eq!(increment_sequence(i32::MAX - 2, 5), 2, "wraps to 0 after i32::MAX");
         assert_eq!(increment_sequence(i32::MAX - 5, 5), i32::MAX);
+    }
+
+    #[test]
+    fn last_offset_of_a_batch_saturates() {
+        assert_eq!(last_offset(100, 5), 104);
+        assert_eq!(last_offset(0, 1), 0);
+        assert_eq!(last_offset(i64::MAX - 1, 5), i64::MAX, "a bogus base offset from a reply");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //!   `delivery_timeout`; unlike Java's background thread it runs inside
 //!   `send` (when a batch fills), `poll` and `flush`, with one request in
 //!   flight per broker, awaited;
-//! * [`errors`] is the error table of `PROTOCOL.md` §2.
+//! * [`errors`] is the error table of `docs/PROTOCOL.md` §2.
 //!
 //! Transactions V1 and V2 (KIP-890) are both spoken: V1 adds partitions with
 //! AddPartitionsToTxn, produces with v≤11 and ends with EndTxn v≤4 keeping the
@@ -42,7 +42,7 @@ pub mod errors;
 pub mod state;
 pub mod txn;
 
-use accumulator::{encode_batch, Accumulator, Batch, PendingRecord, Tp};
+use accumulator::{encode_batch, last_offset, Accumulator, Batch, PendingRecord, Tp};
 use errors::{classify, Api, ErrorClass, ErrorContext};
 pub use state::StateKind;
 use txn::TxnManager;
@@ -712,6 +712,8 @@ impl TxnProducer {
         for topic in &response.responses {
             for p in &topic.partition_responses {
                 let tp = Tp::new(topic.name.0.as_str(), p.index);
+                // `Client::produce` refuses a reply that answers a partition
+                // not sent, or one twice (`WireError::ReplyMismatch`).
                 let Some(&count) = counts.get(&tp) else {
                     warn!(%tp, "Produce reply for a partition that was not sent");
                     continue;
@@ -739,7 +741,7 @@ impl TxnProducer {
                         self.acc.pop_head(&tp);
                         self.txn.seqs.advance(&tp, count);
                         if p.base_offset >= 0 {
-                            self.txn.seqs.set_last_acked_offset(&tp, p.base_offset + count as i64 - 1);
+                            self.txn.seqs.set_last_acked_offset(&tp, last_offset(p.base_offset, count));
                         }
                         self.acked_records += count as u64;
                         self.acked_batches += 1;

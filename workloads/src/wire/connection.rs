@@ -2,8 +2,8 @@
 //!
 //! Kafka replies arrive as size-prefixed frames that TCP may split or merge
 //! arbitrarily, so, as in mini-redis's `connection.rs`, reads go into a
-//! `BytesMut` that keeps a partial frame until [`frame::parse_frame`] finds it
-//! complete.
+//! `BytesMut` that keeps a partial frame until `sinkhole-kafka`'s
+//! [`split_frame`] finds it complete.
 //!
 //! Each request gets the next correlation id; the reply must carry the same
 //! one. With one request in flight a mismatch can only mean that the byte
@@ -26,8 +26,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{debug, trace};
 
+use sinkhole_kafka::api::api_key_of;
+use sinkhole_kafka::frame::{encode_raw_request, encode_request, split_frame};
+use sinkhole_kafka::header::split_response;
+
 use super::error::WireError;
-use super::frame::{self, DEFAULT_MAX_FRAME};
+
+/// Default largest response frame accepted (Java's `NetworkReceive` has no
+/// client-side limit by default; the rig's responses are small, and a bogus
+/// size from a misbehaving proxy should fail fast instead of allocating).
+pub const DEFAULT_MAX_FRAME: usize = 100 * 1024 * 1024;
 
 /// A connection to one broker.
 #[derive(Debug)]
@@ -107,7 +115,7 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response, WireError> {
-        let api_key = frame::api_key_of::<R>()?;
+        let api_key = api_key_of::<R>()?;
         self.check_usable()?;
         let correlation_id = self.take_correlation_id();
         let header = RequestHeader::default()
@@ -115,7 +123,7 @@ impl Connection {
             .with_request_api_version(version)
             .with_correlation_id(correlation_id)
             .with_client_id(Some(StrBytes::from_string(self.client_id.clone())));
-        let bytes = frame::encode_request(&header, req, version)?;
+        let bytes = encode_request(&header, req, version)?;
         let mut body = self.round_trip(bytes, api_key, version, correlation_id, timeout).await?;
         R::Response::decode(&mut body, version)
             .map_err(|e| WireError::codec(&format!("decoding {api_key:?} v{version} response"), e))
@@ -132,7 +140,7 @@ impl Connection {
     ) -> Result<Bytes, WireError> {
         self.check_usable()?;
         let correlation_id = self.take_correlation_id();
-        let bytes = frame::encode_raw_request(api_key, version, correlation_id, &self.client_id, body);
+        let bytes = encode_raw_request(api_key, version, correlation_id, &self.client_id, body);
         self.round_trip(bytes, api_key, version, correlation_id, timeout).await
     }
 
@@ -162,7 +170,7 @@ impl Connection {
             }),
         };
         let result = result.and_then(|frame| {
-            let (got, body) = frame::split_response(frame, api_key, version)?;
+            let (got, body) = split_response(frame, api_key, version)?;
             if got != correlation_id {
                 return Err(WireError::CorrelationMismatch { expected: correlation_id, got });
             }
@@ -182,10 +190,10 @@ impl Connection {
         self.read_frame().await
     }
 
-    /// Reads until one whole frame is buffered.
+    /// Reads until one whole frame (size prefix included) is buffered.
     async fn read_frame(&mut self) -> Result<Bytes, WireError> {
         loop {
-            if let Some(frame) = frame::parse_frame(&mut self.buffer, self.max_frame)? {
+            if let Some(frame) = split_frame(&mut self.buffer, self.max_frame)? {
                 return Ok(frame);
             }
             if self.stream.read_buf(&mut self.buffer).await? == 0 {

@@ -12,12 +12,14 @@
 //!
 //! A run's verdict depends on telling `PRODUCER_FENCED` from
 //! `INVALID_TXN_STATE` from `CONCURRENT_TRANSACTIONS`, so Kafka codes are never
-//! collapsed into strings: [`KafkaCode`] keeps the number and renders Kafka's
-//! own name for it (the names of Java's `org.apache.kafka.common.protocol.Errors`).
+//! collapsed into strings: [`KafkaCode`] (from `sinkhole-kafka`, the rig's one
+//! name table) keeps the number and renders Kafka's own name for it.
 
 use std::fmt;
 
-use kafka_protocol::error::ResponseError;
+use sinkhole_kafka::FrameError;
+
+pub use sinkhole_kafka::KafkaCode;
 
 /// Everything that can go wrong talking to a broker.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +46,12 @@ pub enum WireError {
     /// `NetworkClient` treats this as a broken connection too).
     #[error("correlation id mismatch: expected {expected}, got {got}")]
     CorrelationMismatch { expected: i32, got: i32 },
+
+    /// The reply does not answer the request: it names a partition the
+    /// request did not, or one twice. The byte stream is in step (the
+    /// correlation id matched), but no answer in the reply can be trusted.
+    #[error("{api} reply does not match the request: {detail}")]
+    ReplyMismatch { api: String, detail: String },
 
     /// No version of `api` is supported by both sides. `broker` is `None`
     /// when the broker does not advertise the API at all.
@@ -102,115 +110,12 @@ impl WireError {
     }
 }
 
-/// A Kafka protocol error code (`0` = no error).
-///
-/// [`KafkaCode::name`] gives the name Kafka itself uses (Java's
-/// `Errors` enum), e.g. `CONCURRENT_TRANSACTIONS`; `Display` is
-/// `"NAME (code)"`, e.g. `CONCURRENT_TRANSACTIONS (51)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KafkaCode(pub i16);
-
-impl KafkaCode {
-    pub const NONE: KafkaCode = KafkaCode(0);
-    pub const UNKNOWN_SERVER_ERROR: KafkaCode = KafkaCode(-1);
-    pub const UNKNOWN_TOPIC_OR_PARTITION: KafkaCode = KafkaCode(3);
-    pub const LEADER_NOT_AVAILABLE: KafkaCode = KafkaCode(5);
-    pub const NOT_LEADER_OR_FOLLOWER: KafkaCode = KafkaCode(6);
-    pub const REQUEST_TIMED_OUT: KafkaCode = KafkaCode(7);
-    pub const COORDINATOR_LOAD_IN_PROGRESS: KafkaCode = KafkaCode(14);
-    pub const COORDINATOR_NOT_AVAILABLE: KafkaCode = KafkaCode(15);
-    pub const NOT_COORDINATOR: KafkaCode = KafkaCode(16);
-    pub const NOT_ENOUGH_REPLICAS: KafkaCode = KafkaCode(19);
-    pub const UNSUPPORTED_VERSION: KafkaCode = KafkaCode(35);
-    pub const TOPIC_ALREADY_EXISTS: KafkaCode = KafkaCode(36);
-    pub const NOT_CONTROLLER: KafkaCode = KafkaCode(41);
-    pub const INVALID_REQUEST: KafkaCode = KafkaCode(42);
-    pub const OUT_OF_ORDER_SEQUENCE_NUMBER: KafkaCode = KafkaCode(45);
-    pub const DUPLICATE_SEQUENCE_NUMBER: KafkaCode = KafkaCode(46);
-    pub const INVALID_PRODUCER_EPOCH: KafkaCode = KafkaCode(47);
-    pub const INVALID_TXN_STATE: KafkaCode = KafkaCode(48);
-    pub const INVALID_PRODUCER_ID_MAPPING: KafkaCode = KafkaCode(49);
-    pub const INVALID_TRANSACTION_TIMEOUT: KafkaCode = KafkaCode(50);
-    pub const CONCURRENT_TRANSACTIONS: KafkaCode = KafkaCode(51);
-    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: KafkaCode = KafkaCode(53);
-    pub const OPERATION_NOT_ATTEMPTED: KafkaCode = KafkaCode(55);
-    pub const UNKNOWN_PRODUCER_ID: KafkaCode = KafkaCode(59);
-    pub const PRODUCER_FENCED: KafkaCode = KafkaCode(90);
-    pub const TRANSACTIONAL_ID_NOT_FOUND: KafkaCode = KafkaCode(105);
-    pub const TRANSACTION_ABORTABLE: KafkaCode = KafkaCode(120);
-
-    /// `None` for 0 (no error), else the code.
-    pub fn from_code(code: i16) -> Option<KafkaCode> {
-        (code != 0).then_some(KafkaCode(code))
+/// A frame that cannot be cut or written is a codec error; its message says
+/// which (e.g. "frame of 1025 bytes exceeds the maximum of 1024").
+impl From<FrameError> for WireError {
+    fn from(e: FrameError) -> Self {
+        WireError::Codec(e.to_string())
     }
-
-    pub fn is_ok(self) -> bool {
-        self.0 == 0
-    }
-
-    /// The `kafka-protocol` crate's view of the code (`None` for 0).
-    pub fn response_error(self) -> Option<ResponseError> {
-        ResponseError::try_from_code(self.0)
-    }
-
-    /// Kafka's name for the code, e.g. `NOT_COORDINATOR`.
-    ///
-    /// Derived from the variant names of `kafka-protocol`'s [`ResponseError`]
-    /// (CamelCase → SCREAMING_SNAKE); checked against every code of Kafka
-    /// 4.4.0's `Errors` enum that the crate knows. Codes newer than the crate
-    /// come from a short table; anything else is `UNKNOWN_ERROR_CODE_<n>`.
-    pub fn name(self) -> String {
-        match ResponseError::try_from_code(self.0) {
-            None => "NONE".to_string(),
-            Some(ResponseError::Unknown(code)) => match newer_code_name(code) {
-                Some(name) => name.to_string(),
-                None => format!("UNKNOWN_ERROR_CODE_{code}"),
-            },
-            Some(known) => camel_to_screaming_snake(&known.to_string()),
-        }
-    }
-}
-
-impl fmt::Display for KafkaCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.name(), self.0)
-    }
-}
-
-impl From<i16> for KafkaCode {
-    fn from(code: i16) -> Self {
-        KafkaCode(code)
-    }
-}
-
-/// Codes added to Kafka after the `kafka-protocol` release we build with
-/// (present in Kafka 4.4.0's `Errors`).
-fn newer_code_name(code: i16) -> Option<&'static str> {
-    Some(match code {
-        134 => "GROUP_DELETION_FAILED",
-        135 => "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED",
-        136 => "CONTROLLER_ID_NOT_REGISTERED",
-        _ => return None,
-    })
-}
-
-/// `ConcurrentTransactions` → `CONCURRENT_TRANSACTIONS`. An underscore goes
-/// before an upper-case letter that follows a lower-case letter or digit, or
-/// that starts a new word after an acronym (`ABCDef` → `ABC_DEF`).
-fn camel_to_screaming_snake(camel: &str) -> String {
-    let chars: Vec<char> = camel.chars().collect();
-    let mut out = String::with_capacity(camel.len() + 8);
-    for (i, &c) in chars.iter().enumerate() {
-        if i > 0 && c.is_ascii_uppercase() {
-            let prev = chars[i - 1];
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
-            if prev.is_ascii_lowercase() || prev.is_ascii_digit() || (prev.is_ascii_uppercase() && next_lower) {
-                out.push('_');
-            }
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
 }
 
 /// What the retry layer does with an error code from a coordinator request
@@ -230,7 +135,7 @@ pub enum CoordinatorAction {
 ///
 /// Mirrors the `TxnRequestHandler` subclasses of Kafka's Java
 /// `TransactionManager` (InitProducerIdHandler, AddPartitionsToTxnHandler,
-/// EndTxnHandler; table in `PROTOCOL.md` §2): `NOT_COORDINATOR` and
+/// EndTxnHandler; table in `docs/PROTOCOL.md` §2): `NOT_COORDINATOR` and
 /// `COORDINATOR_NOT_AVAILABLE` trigger `lookupCoordinator` + `reenqueue`;
 /// `COORDINATOR_LOAD_IN_PROGRESS` and `CONCURRENT_TRANSACTIONS` just
 /// `reenqueue`; `REQUEST_TIMED_OUT`, `NOT_ENOUGH_REPLICAS` and
@@ -254,67 +159,12 @@ pub fn coordinator_retry(code: KafkaCode) -> CoordinatorAction {
 mod tests {
     use super::*;
 
-    /// Transaction-relevant codes and the names Kafka 4.4.0's
-    /// `org.apache.kafka.common.protocol.Errors` gives them.
-    const KNOWN: &[(i16, &str)] = &[
-        (-1, "UNKNOWN_SERVER_ERROR"),
-        (0, "NONE"),
-        (3, "UNKNOWN_TOPIC_OR_PARTITION"),
-        (6, "NOT_LEADER_OR_FOLLOWER"),
-        (7, "REQUEST_TIMED_OUT"),
-        (14, "COORDINATOR_LOAD_IN_PROGRESS"),
-        (15, "COORDINATOR_NOT_AVAILABLE"),
-        (16, "NOT_COORDINATOR"),
-        (17, "INVALID_TOPIC_EXCEPTION"),
-        (19, "NOT_ENOUGH_REPLICAS"),
-        (35, "UNSUPPORTED_VERSION"),
-        (36, "TOPIC_ALREADY_EXISTS"),
-        (45, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
-        (46, "DUPLICATE_SEQUENCE_NUMBER"),
-        (47, "INVALID_PRODUCER_EPOCH"),
-        (48, "INVALID_TXN_STATE"),
-        (49, "INVALID_PRODUCER_ID_MAPPING"),
-        (50, "INVALID_TRANSACTION_TIMEOUT"),
-        (51, "CONCURRENT_TRANSACTIONS"),
-        (52, "TRANSACTION_COORDINATOR_FENCED"),
-        (53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
-        (55, "OPERATION_NOT_ATTEMPTED"),
-        (59, "UNKNOWN_PRODUCER_ID"),
-        (90, "PRODUCER_FENCED"),
-        (105, "TRANSACTIONAL_ID_NOT_FOUND"),
-        (120, "TRANSACTION_ABORTABLE"),
-        (135, "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"),
-    ];
-
-    #[test]
-    fn names_match_kafka() {
-        for &(code, name) in KNOWN {
-            assert_eq!(KafkaCode(code).name(), name, "code {code}");
-        }
-    }
-
-    #[test]
-    fn unknown_codes_keep_their_number() {
-        assert_eq!(KafkaCode(30000).name(), "UNKNOWN_ERROR_CODE_30000");
-        assert_eq!(KafkaCode(-7).name(), "UNKNOWN_ERROR_CODE_-7");
-    }
-
     #[test]
     fn display_is_name_and_code() {
-        assert_eq!(KafkaCode::CONCURRENT_TRANSACTIONS.to_string(), "CONCURRENT_TRANSACTIONS (51)");
-        assert_eq!(KafkaCode(35).to_string(), "UNSUPPORTED_VERSION (35)");
         let e = WireError::kafka("EndTxn", KafkaCode::PRODUCER_FENCED, None);
         assert_eq!(e.to_string(), "EndTxn failed: PRODUCER_FENCED (90)");
         let e = WireError::kafka("CreateTopics", KafkaCode(40), Some("bad config".into()));
         assert_eq!(e.to_string(), "CreateTopics failed: INVALID_CONFIG (40): bad config");
-    }
-
-    #[test]
-    fn camel_case_conversion() {
-        assert_eq!(camel_to_screaming_snake("NotCoordinator"), "NOT_COORDINATOR");
-        assert_eq!(camel_to_screaming_snake("Enable2Pc"), "ENABLE2_PC");
-        assert_eq!(camel_to_screaming_snake("ABCDef"), "ABC_DEF");
-        assert_eq!(camel_to_screaming_snake("X"), "X");
     }
 
     #[test]
@@ -355,6 +205,15 @@ mod tests {
         assert_eq!(e.kafka_code(), Some(KafkaCode::CONCURRENT_TRANSACTIONS));
         assert!(!e.is_connection_error());
         assert!(WireError::Disconnected { peer: "x".into() }.is_connection_error());
+    }
+
+    #[test]
+    fn frame_errors_are_codec_errors() {
+        let e = WireError::from(FrameError::TooLarge { size: 1025, max: 1024 });
+        assert!(matches!(e, WireError::Codec(ref m) if m.contains("1025")), "{e}");
+        let e = WireError::from(FrameError::NegativeSize(-2));
+        assert!(matches!(e, WireError::Codec(ref m) if m.contains("-2")), "{e}");
+        assert!(!e.is_connection_error());
     }
 
     #[test]

@@ -1,4 +1,13 @@
-//! InitProducerId v0–v6, with the v6 request encoded by hand.
+//! InitProducerId (API 22) v0–v6, with the v6 request encoded by hand.
+//!
+//! On the wire: a transactional id (null for an idempotent producer), the
+//! transaction timeout and, from v3, the current producer id and epoch (-1 for
+//! a fresh producer; set, they ask for an epoch bump), answered with the
+//! producer id and epoch to use. With a transactional id it goes to the
+//! transaction coordinator, which fences every earlier producer of the id and
+//! aborts its ongoing transaction (or, in v6 with `KeepPreparedTxn`, keeps a
+//! prepared one). The retries follow the Java client's
+//! `TransactionManager.InitProducerIdHandler`.
 //!
 //! InitProducerId is where the sink modes differ: `legacy` sends it without
 //! 2PC, `kip939` and `twopc-inject` send v6 with `Enable2Pc=true`, and
@@ -8,7 +17,7 @@
 //! response, so v6 requests are written here.
 //!
 //! Schema, from `InitProducerIdRequest.json` (checked in the 4.4.0
-//! `kafka-clients` jar; `PROTOCOL.md` §1.3), flexible from v2:
+//! `kafka-clients` jar; `docs/PROTOCOL.md` §1.3), flexible from v2:
 //!
 //! | field | type | versions |
 //! |---|---|---|
@@ -27,10 +36,14 @@
 //! broker would otherwise run a different protocol than the caller asked for.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId, TransactionalId};
+use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, TransactionalId};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use sinkhole_kafka::primitives::{put_compact_nullable_string, put_unsigned_varint};
+use tracing::debug;
 
-use super::error::WireError;
+use super::api_versions::ApiVersionsInfo;
+use super::client::{Call, Client, Target};
+use super::error::{coordinator_retry, KafkaCode, WireError};
 
 /// Highest InitProducerId version this module encodes.
 pub const MAX_VERSION: i16 = 6;
@@ -127,31 +140,123 @@ fn encode_v6(params: &InitProducerIdParams) -> Bytes {
     buf.freeze()
 }
 
-/// COMPACT_NULLABLE_STRING: unsigned varint (length + 1, 0 = null), then UTF-8.
-fn put_compact_nullable_string(buf: &mut BytesMut, s: Option<&str>) {
-    match s {
-        None => put_unsigned_varint(buf, 0),
-        Some(s) => {
-            put_unsigned_varint(buf, s.len() as u32 + 1);
-            buf.put_slice(s.as_bytes());
-        }
-    }
-}
-
-/// UNSIGNED_VARINT: 7 bits per byte, least significant first, high bit = more.
-fn put_unsigned_varint(buf: &mut BytesMut, mut v: u32) {
-    while v >= 0x80 {
-        buf.put_u8((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    buf.put_u8(v as u8);
-}
-
 /// Decodes a response body (after the response header); the crate handles
 /// every version up to v6 (`OngoingTxnProducerId/Epoch`).
 pub fn decode_response(mut body: Bytes, version: i16) -> Result<InitProducerIdResponse, WireError> {
     InitProducerIdResponse::decode(&mut body, version)
         .map_err(|e| WireError::codec(&format!("decoding InitProducerId v{version} response"), e))
+}
+
+/// Result of a successful InitProducerId.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitProducerIdOutcome {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// v6 only (KIP-939, with KeepPreparedTxn): the prepared transaction's
+    /// producer id and epoch; -1 when none or below v6.
+    pub ongoing_txn_producer_id: i64,
+    pub ongoing_txn_producer_epoch: i16,
+    /// The request version that was sent.
+    pub version: i16,
+    /// Node id of the broker that answered (the transaction coordinator
+    /// for a transactional id).
+    pub coordinator: i32,
+}
+
+/// What one InitProducerId attempt got back, error or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitProducerIdAnswer {
+    /// The error code of the reply, `None` for NONE.
+    pub error: Option<KafkaCode>,
+    /// The reply's fields as sent (pid/epoch are usually -1 on error).
+    pub outcome: InitProducerIdOutcome,
+}
+
+impl Client {
+    /// InitProducerId, retried per [`coordinator_retry`] (so an ongoing
+    /// transaction's CONCURRENT_TRANSACTIONS is retried, as Java does; each
+    /// attempt fences and bumps the epoch again).
+    ///
+    /// Sent to the coordinator of the transactional id, or to any broker
+    /// for an idempotent producer.
+    ///
+    /// Version: `Some(v)` sends exactly `v` if the broker advertises it
+    /// (else [`WireError::UnsupportedVersion`]). `None` picks v6 when the
+    /// params need it (Enable2Pc or KeepPreparedTxn) and otherwise the
+    /// highest common version up to v5, even if the broker advertises v6:
+    /// v6 is an unstable version (`latestVersionUnstable`) that Java clients
+    /// never send, and without the flags it asks nothing more of the broker.
+    /// Callers that want 2PC pass `Some(6)` explicitly.
+    pub async fn init_producer_id(
+        &mut self,
+        params: &InitProducerIdParams,
+        version: Option<i16>,
+    ) -> Result<InitProducerIdOutcome, WireError> {
+        Ok(self.init_producer_id_call(params, version, false).await?.outcome)
+    }
+
+    /// One InitProducerId attempt (after the coordinator lookup, which is
+    /// retried): returns whatever the broker answered, including retriable
+    /// codes such as CONCURRENT_TRANSACTIONS. Transport errors are returned
+    /// as errors.
+    pub async fn init_producer_id_once(
+        &mut self,
+        params: &InitProducerIdParams,
+        version: Option<i16>,
+    ) -> Result<InitProducerIdAnswer, WireError> {
+        self.init_producer_id_call(params, version, true).await
+    }
+
+    async fn init_producer_id_call(
+        &mut self,
+        params: &InitProducerIdParams,
+        version: Option<i16>,
+        once: bool,
+    ) -> Result<InitProducerIdAnswer, WireError> {
+        let choose = |info: &ApiVersionsInfo| match version {
+            Some(v) => info.negotiate(ApiKey::InitProducerId, v, v),
+            None if params.needs_v6() => info.negotiate(ApiKey::InitProducerId, 6, 6),
+            None => info.negotiate(ApiKey::InitProducerId, 0, MAX_CRATE_VERSION),
+        };
+        let encode = |v: i16| encode_request(params, v);
+        let decode = |b: Bytes, v: i16| decode_response(b, v);
+        let status = |r: &kafka_protocol::messages::InitProducerIdResponse| (KafkaCode(r.error_code), None);
+        let target = match &params.transactional_id {
+            Some(tid) => Target::Coordinator(tid),
+            None => Target::Any,
+        };
+        let reply = self
+            .call(&Call {
+                api: "InitProducerId",
+                api_key: ApiKey::InitProducerId,
+                target,
+                choose_version: &choose,
+                encode: &encode,
+                decode: &decode,
+                status: &status,
+                classify: coordinator_retry,
+                once,
+            })
+            .await?;
+        let r = &reply.body;
+        let outcome = InitProducerIdOutcome {
+            producer_id: *r.producer_id,
+            producer_epoch: r.producer_epoch,
+            ongoing_txn_producer_id: *r.ongoing_txn_producer_id,
+            ongoing_txn_producer_epoch: r.ongoing_txn_producer_epoch,
+            version: reply.version,
+            coordinator: reply.node,
+        };
+        debug!(
+            transactional_id = params.transactional_id.as_deref().unwrap_or("-"),
+            version = reply.version,
+            code = %reply.code,
+            producer_id = outcome.producer_id,
+            producer_epoch = outcome.producer_epoch,
+            "InitProducerId"
+        );
+        Ok(InitProducerIdAnswer { error: KafkaCode::from_code(r.error_code), outcome })
+    }
 }
 
 #[cfg(test)]
@@ -297,20 +402,5 @@ mod tests {
         let r5 = decode_response(Bytes::from(v5), 5).unwrap();
         assert_eq!(r5.producer_epoch, 4);
         assert_eq!(r5.ongoing_txn_producer_id, ProducerId(-1));
-    }
-
-    #[test]
-    fn varint_encoding() {
-        for (v, bytes) in [
-            (0u32, vec![0u8]),
-            (127, vec![0x7f]),
-            (128, vec![0x80, 0x01]),
-            (300, vec![0xAC, 0x02]),
-            (16384, vec![0x80, 0x80, 0x01]),
-        ] {
-            let mut b = BytesMut::new();
-            put_unsigned_varint(&mut b, v);
-            assert_eq!(&b[..], &bytes[..], "{v}");
-        }
     }
 }

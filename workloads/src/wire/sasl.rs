@@ -24,9 +24,9 @@ use kafka_protocol::protocol::StrBytes;
 use serde::{Deserialize, Serialize};
 use tracing::debug;
 
+use super::api_versions::ApiVersionsInfo;
 use super::connection::Connection;
 use super::error::{KafkaCode, WireError};
-use super::versions::ApiVersionsInfo;
 
 /// The mechanism the rig speaks.
 pub const MECHANISM_PLAIN: &str = "PLAIN";
@@ -112,15 +112,15 @@ impl WireError {
             self,
             WireError::Kafka { api, code, .. }
                 if api.starts_with("Sasl")
-                    && matches!(code.0, UNSUPPORTED_SASL_MECHANISM | ILLEGAL_SASL_STATE | SASL_AUTHENTICATION_FAILED)
+                    && matches!(
+                        *code,
+                        KafkaCode::UNSUPPORTED_SASL_MECHANISM
+                            | KafkaCode::ILLEGAL_SASL_STATE
+                            | KafkaCode::SASL_AUTHENTICATION_FAILED
+                    )
         )
     }
 }
-
-/// Kafka's codes for SASL refusals (`Errors`).
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-const ILLEGAL_SASL_STATE: i16 = 34;
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
 #[cfg(test)]
 mod tests {

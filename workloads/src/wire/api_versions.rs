@@ -1,6 +1,9 @@
-//! ApiVersions: what a broker supports, and version negotiation.
+//! ApiVersions (API 18): what a broker supports, and version negotiation.
 //!
-//! Every connection starts with ApiVersions (as in Java's `NetworkClient`),
+//! On the wire: the client's software name and version (v3+), answered with
+//! the (min, max) version of every API the broker supports and, from v3, its
+//! supported and finalized features (KIP-584). Every connection starts with
+//! ApiVersions (as in Java's `NetworkClient`),
 //! for two reasons: each request must be sent at a version both sides know,
 //! and the reply carries the cluster's *finalized features*. The rig needs
 //! `transaction.version` from them: with `transaction.version` ≥ 2
@@ -21,8 +24,10 @@ use std::time::Duration;
 use bytes::{Buf, BytesMut};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
+use sinkhole_kafka::api::api_key_of;
 use tracing::debug;
 
+use super::client::{Client, Retrier};
 use super::connection::Connection;
 use super::error::{KafkaCode, WireError};
 
@@ -101,8 +106,7 @@ impl ApiVersionsInfo {
     /// [`negotiate`](Self::negotiate) with the client range being what the
     /// `kafka-protocol` crate can encode for `R`.
     pub fn negotiate_request<R: Request>(&self) -> Result<i16, WireError> {
-        let key = ApiKey::try_from(R::KEY).map_err(|_| WireError::Codec(format!("unknown api key {}", R::KEY)))?;
-        self.negotiate(key, R::VERSIONS.min, R::VERSIONS.max)
+        self.negotiate(api_key_of::<R>()?, R::VERSIONS.min, R::VERSIONS.max)
     }
 
     /// The finalized level of a feature, if finalized.
@@ -172,6 +176,34 @@ pub async fn fetch_api_versions(conn: &mut Connection, timeout: Duration) -> Res
             "ApiVersions"
         );
         return Ok(info);
+    }
+}
+
+impl Client {
+    /// What a broker (`None`: any broker) answered to ApiVersions on the
+    /// current connection.
+    pub async fn api_versions(&mut self, node_id: Option<i32>) -> Result<ApiVersionsInfo, WireError> {
+        let mut retry = Retrier::exponential("ApiVersions", &self.config);
+        loop {
+            let attempt = async {
+                let node = match node_id {
+                    Some(n) => {
+                        self.ensure_known(n).await?;
+                        n
+                    }
+                    None => self.any_node().await?,
+                };
+                Ok::<_, WireError>(self.conn(node).await?.versions.clone())
+            }
+            .await;
+            match attempt {
+                Ok(info) => return Ok(info),
+                Err(e) if e.is_connection_error() || matches!(e, WireError::NoBrokerReachable { .. }) => {
+                    retry.backoff(e).await?
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 
