@@ -1,13 +1,13 @@
 //! sinkhole: a Jepsen-style chaos and correctness rig for Kafka transactional sinks.
 //!
-//! The library behind the `sinkhole` binary. Data flows left to right
-//! (see DESIGN.md): installation → cluster backend → probes and workloads →
+//! The library behind the `sinkhole` binary. Data flows left to right:
+//! installation → cluster backend → probes and workloads →
 //! faults → history → checker → verdict. This crate holds the rig side:
 //! - [`install`]: Kafka distributions from Maven Central, cached per version;
 //! - [`cluster`]: cluster backends and node lifecycle;
 //! - [`procs`]: spawning processes that never outlive the rig;
 //! - [`probe`]: what a broker can do for two-phase commit;
-//! - [`scenario`]: the YAML scenario format;
+//! - [`scenario`]: the YAML scenario format, its loading and validation, seeded random schedules;
 //! - [`runner`]: one mode of a scenario — workers, checkpoint coordinator, faults, history;
 //! - [`checker`]: drains the output and counts anomalies;
 //! - [`latency`]: latency histograms (history, live tail) and the interval log.
@@ -27,7 +27,6 @@ pub mod report;
 pub mod run;
 pub mod runner;
 pub mod scenario;
-pub mod schedule;
 pub mod utc;
 pub mod verdict;
 

@@ -408,7 +408,7 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
             Ok(())
         }
         Command::Validate { files, json } => {
-            let (out, ok) = sinkhole_rig::schedule::validate_files(&files, json);
+            let (out, ok) = sinkhole_rig::scenario::schedule::validate_files(&files, json);
             print!("{out}");
             if ok {
                 Ok(())
@@ -417,7 +417,10 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
             }
         }
         Command::Schedule { file, seed, json } => {
-            print!("{}", sinkhole_rig::schedule::schedule_file(&file, seed, json).map_err(|e| bad(anyhow!(e)))?);
+            print!(
+                "{}",
+                sinkhole_rig::scenario::schedule::schedule_file(&file, seed, json).map_err(|e| bad(anyhow!(e)))?
+            );
             Ok(())
         }
         Command::BenchChecker { records, subtasks, json } => {

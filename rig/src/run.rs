@@ -63,7 +63,7 @@ pub struct Plan {
     pub dir: PathBuf,
     /// The resolved fault list (explicit faults, then the random schedule's),
     /// already in `scenario.faults`; written to `schedule.json`.
-    pub schedule: crate::schedule::Resolved,
+    pub schedule: crate::scenario::schedule::Resolved,
 }
 
 impl Plan {
@@ -124,7 +124,7 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
     // The random schedule becomes plain faults here, before any mode runs:
     // every mode gets the same list, and the resolved scenario.yaml replays
     // it without the seed.
-    let schedule = crate::schedule::resolve(&s, seed);
+    let schedule = crate::scenario::schedule::resolve(&s, seed);
     s.faults = schedule.faults.clone();
     s.schedule = None;
     let run_id = format!("{}-{}-{seed}", s.name, timestamp(now_unix_s));
@@ -325,7 +325,7 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         format!("# resolved from {} (run {}, seed {})\n{yaml}", plan.source.display(), plan.run_id, plan.seed),
     )
     .context("writing scenario.yaml")?;
-    crate::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
+    crate::scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
 
     let mut cluster = start_cluster(plan).await?;
     progress(&format!("cluster ready at {} ({} backend)", cluster.bootstrap(), cluster.backend()));

@@ -3,8 +3,8 @@
 //! the window, and every generated fault is a valid scenario fault.
 use std::collections::BTreeSet;
 
+use sinkhole_rig::scenario::schedule::{self, Resolved};
 use sinkhole_rig::scenario::{self, FaultKind, Mix, Scenario, When};
-use sinkhole_rig::schedule::{self, Resolved};
 
 fn scenario_text(mix: &str, brokers: usize, extra_cluster: &str) -> String {
     format!(

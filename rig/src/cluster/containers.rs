@@ -1170,7 +1170,6 @@ pub async fn reap_when_stdin_closes(run_id: &str) -> Result<(usize, usize), Cont
     remove_run(&docker, run_id).await
 }
 
-
 /// How long a node action the runner takes may last (a graceful stop, a start until ready), as
 /// for the local backend.
 const NODE_ACTION_TIMEOUT: Duration = Duration::from_secs(60);
