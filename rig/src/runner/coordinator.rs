@@ -1149,7 +1149,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
             if self.delayed.iter().any(|d| d.4 == f) {
                 continue;
             }
-            let d = self.faults[f].spec.delay_ms.unwrap_or(0);
+            let d = self.faults[f].spec.kind.delay_ms().unwrap_or(0);
             let effect = json!({"checkpoint": id, "delay_ms": d, "late_notifications": subtasks});
             self.fault_ended_with(f, effect, Some(all))?;
         }
@@ -1201,8 +1201,9 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
             // workers are up: signalling nobody would prove nothing, and the
             // fault would come out unconfirmed by bad luck of timing.
             let workers_up = self.phase == Phase::Running && self.attempt.all_ready_at.is_some();
-            let waits =
-                |spec: &FaultSpec| !workers_up && matches!(spec.kind, FaultKind::KillWorkers | FaultKind::PauseWorkers);
+            let waits = |spec: &FaultSpec| {
+                !workers_up && matches!(spec.kind.kind(), FaultKind::KillWorkers | FaultKind::PauseWorkers)
+            };
             for f in faults::due_at(&self.cfg.faults, &self.fired(), elapsed) {
                 if waits(&self.cfg.faults[f]) {
                     continue;
@@ -1399,12 +1400,12 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         let duration = spec.duration_ms;
         self.faults[f].count += 1;
         let inline = !matches!(spec.when, When::AtMs(_) | When::EveryMs(_));
-        match spec.kind {
+        match spec.kind.kind() {
             FaultKind::KillWorkers | FaultKind::PauseWorkers | FaultKind::JobOutage => {
                 let targets = if spec.kind == FaultKind::JobOutage {
                     Ok((0..self.parallelism()).collect())
                 } else {
-                    faults::worker_targets(&spec.target, self.parallelism())
+                    faults::worker_targets(&spec.kind.target().cloned(), self.parallelism())
                 };
                 let targets = match targets {
                     Ok(t) => t,
@@ -1416,7 +1417,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 let signal = if spec.kind == FaultKind::PauseWorkers { Signal::SIGSTOP } else { Signal::SIGKILL };
                 let (effects, all_confirmed, hit) = self.signal_workers(f, &targets, signal)?;
                 let mut effect = json!({"trigger": trigger, "attempt": self.attempt.number, "workers": effects});
-                match spec.kind {
+                match spec.kind.kind() {
                     FaultKind::PauseWorkers => {
                         let d = duration.unwrap_or(0);
                         effect["duration_ms"] = json!(d);
@@ -1460,13 +1461,14 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 }
             }
             FaultKind::BrokerKill | FaultKind::BrokerStop | FaultKind::BrokerRestart | FaultKind::BrokerPause => {
-                let target = match faults::broker_target(&spec.target, &self.node_ids, self.parallelism()) {
+                let spec_target = spec.kind.target().cloned();
+                let target = match faults::broker_target(&spec_target, &self.node_ids, self.parallelism()) {
                     Ok(BrokerTarget::Nodes(n)) => Aim::Nodes(n),
                     // A commit_started / txn_opened trigger names a transaction: plain
                     // `txn-coordinator` then means that transaction's coordinator (the
                     // one the commit talks to), not the one of subtask 0's open id.
                     Ok(BrokerTarget::CoordinatorOf(_))
-                        if matches!(spec.target, Some(crate::scenario::Target::Named(_)))
+                        if matches!(spec_target, Some(crate::scenario::Target::Named(_)))
                             && event_tid(&trigger).is_some() =>
                     {
                         let (subtask, tid) = event_tid(&trigger).expect("checked");
@@ -1486,7 +1488,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                     }
                     Err(e) => return self.fault_failed(f, trigger, e),
                 };
-                let job = BrokerJob::Fire { fault: f, trigger, kind: spec.kind, duration, target };
+                let job = BrokerJob::Fire { fault: f, trigger, kind: spec.kind.kind(), duration, target };
                 self.faults[f].queued = true;
                 if inline {
                     // Inside the event's window (e.g. persisted, not yet notified): done before the next step.
@@ -1503,13 +1505,13 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 self.broker_queue.push_back(BrokerJob::Rolling { fault: f, trigger });
                 self.pump_broker_jobs()?;
             }
-            kind if faults::is_proxy_fault(kind) => self.fire_proxy(f, trigger).await?,
+            kind if kind.needs_proxy() => self.fire_proxy(f, trigger).await?,
             FaultKind::DropNotification | FaultKind::DelayNotification | FaultKind::DeclineCheckpoint => {
-                let targets = match faults::worker_targets(&spec.target, self.parallelism()) {
+                let targets = match faults::worker_targets(&spec.kind.target().cloned(), self.parallelism()) {
                     Ok(t) => t,
                     Err(e) => return self.fault_failed(f, trigger, e),
                 };
-                let delay_ms = match (spec.kind, spec.delay_ms) {
+                let delay_ms = match (spec.kind.kind(), spec.kind.delay_ms()) {
                     (FaultKind::DelayNotification, None) => {
                         return self.fault_failed(f, trigger, "delay-notification needs delay_ms".into())
                     }
@@ -1518,7 +1520,8 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 // The checkpoint acted on: the one named, else the trigger's,
                 // else the next one (for a decline: the next triggered).
                 let checkpoint = spec
-                    .checkpoint
+                    .kind
+                    .checkpoint()
                     .or(at_checkpoint)
                     .or_else(|| (spec.kind == FaultKind::DeclineCheckpoint).then_some(self.next_id));
                 let armed_for = match checkpoint {
@@ -1529,7 +1532,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                                     "delay_ms": (spec.kind == FaultKind::DelayNotification).then_some(delay_ms)});
                 // Confirmed only once it acted (a notification withheld or late, a checkpoint aborted).
                 self.fault_started(f, false, effect)?;
-                self.armed.push(Armed { fault: f, kind: spec.kind, checkpoint, targets, delay_ms });
+                self.armed.push(Armed { fault: f, kind: spec.kind.kind(), checkpoint, targets, delay_ms });
             }
             FaultKind::CoordinatorCrash => {
                 // Flink's JobManager dies after the checkpoint store has the
@@ -1569,7 +1572,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         if proxy.is_none() && !isolates {
             return self.fault_failed(f, trigger, "the cluster has no proxy; set cluster.proxy".into());
         }
-        let tid = match &spec.transactional_id {
+        let tid = match spec.kind.transactional_id() {
             None => None,
             Some(TidSelector::Literal(t)) => Some(t.clone()),
             // Resolved now. A trigger that names a checkpoint (its commit,
@@ -1590,7 +1593,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         };
         let mut role = serde_json::Value::Null;
         let blackholed = if spec.kind == FaultKind::NetBlackhole {
-            match faults::broker_target(&spec.target, &self.node_ids, self.parallelism()) {
+            match faults::broker_target(&spec.kind.target().cloned(), &self.node_ids, self.parallelism()) {
                 Ok(BrokerTarget::Nodes(n)) => n,
                 Ok(other) => {
                     // A role: looked up now, through the cluster.
@@ -1932,7 +1935,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 }
             }
         }
-        if self.faults.iter().any(|f| f.fired() && is_broker_fault(f.spec.kind)) {
+        if self.faults.iter().any(|f| f.fired() && is_broker_fault(f.spec.kind.kind())) {
             let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
             if let Err(e) = brokers.wait_ready().await {
                 self.coord(EventKind::Note { text: format!("the cluster was not ready after the faults: {e}") })?;
@@ -2054,14 +2057,7 @@ fn claimed_subtask(msg: &FromWorker) -> Option<u32> {
 }
 
 fn is_broker_fault(kind: FaultKind) -> bool {
-    matches!(
-        kind,
-        FaultKind::BrokerKill
-            | FaultKind::BrokerStop
-            | FaultKind::BrokerRestart
-            | FaultKind::BrokerPause
-            | FaultKind::RollingRestart
-    )
+    kind.family() == crate::scenario::Family::Brokers
 }
 
 /// Accepts worker connections; each gets a reader task that forwards its

@@ -218,14 +218,9 @@ impl Brokers for NoBrokers {
     }
 }
 
-/// The scenario name of a fault kind, e.g. `kill-workers`.
-pub fn kind_name(kind: FaultKind) -> String {
-    kind.name().to_string()
-}
-
 /// A fault's label: its `name`, or its kind and index in the schedule.
 pub fn fault_name(spec: &FaultSpec, index: usize) -> String {
-    spec.name.clone().unwrap_or_else(|| format!("{}-{index}", kind_name(spec.kind)))
+    spec.name.clone().unwrap_or_else(|| format!("{}-{index}", spec.kind.name()))
 }
 
 /// Time-triggered faults due `elapsed_ms` after the job first started, in
@@ -396,32 +391,16 @@ pub fn broker_target(target: &Option<Target>, nodes: &[i32], parallelism: u32) -
     }
 }
 
-/// Whether a fault kind goes through the proxy.
-pub fn is_proxy_fault(kind: FaultKind) -> bool {
-    matches!(
-        kind,
-        FaultKind::NetPartition
-            | FaultKind::NetBlackhole
-            | FaultKind::NetReset
-            | FaultKind::NetDelay
-            | FaultKind::NetLoss
-            | FaultKind::ProtocolDrop
-            | FaultKind::ProtocolDelay
-            | FaultKind::ProtocolError
-    )
-}
-
 /// Whether the scenario's cluster gets the proxy: `cluster.proxy` when set,
 /// else exactly when a fault (explicit, or from the resolved random
 /// schedule, which is in `faults` by then) is a network or protocol fault.
 pub fn needs_proxy(s: &crate::scenario::Scenario) -> bool {
     s.cluster.proxy.unwrap_or_else(|| {
-        s.faults.iter().any(|f| is_proxy_fault(f.kind))
+        s.faults.iter().any(|f| f.kind.kind().needs_proxy())
             || s.schedule.as_ref().is_some_and(|r| {
-                matches!(
-                    r.mix,
-                    crate::scenario::Mix::Network | crate::scenario::Mix::Protocol | crate::scenario::Mix::All
-                )
+                crate::scenario::schedule::families(r.mix, true)
+                    .iter()
+                    .any(|m| m.family().is_some_and(crate::scenario::Family::needs_proxy))
             })
     })
 }
@@ -450,21 +429,21 @@ pub fn proxy_rule(
     transactional_id: Option<String>,
     blackholed: &[i32],
 ) -> Result<Rule, String> {
-    let groups = |g: &Option<Vec<Group>>| g.iter().flatten().copied().map(peer_group).collect::<Vec<_>>();
-    let one_way = spec.direction == Some(NetDirection::OneWay);
+    let groups = |g: Option<&[Group]>| g.into_iter().flatten().copied().map(peer_group).collect::<Vec<_>>();
+    let one_way = spec.kind.direction() == Some(NetDirection::OneWay);
     let mut m = Match {
-        from: groups(&spec.from),
-        to: groups(&spec.to),
+        from: groups(spec.kind.from()),
+        to: groups(spec.kind.to()),
         both_ways: !one_way,
         one_way,
-        probability: spec.probability,
+        probability: spec.kind.probability(),
         ..Match::default()
     };
     let delay = || -> Result<Action, String> {
-        let delay_ms = spec.delay_ms.ok_or_else(|| format!("{} needs delay_ms", spec.kind.name()))?;
-        Ok(Action::Delay { delay_ms, jitter_ms: spec.jitter_ms.unwrap_or(0) })
+        let delay_ms = spec.kind.delay_ms().ok_or_else(|| format!("{} needs delay_ms", spec.kind.name()))?;
+        Ok(Action::Delay { delay_ms, jitter_ms: spec.kind.jitter_ms().unwrap_or(0) })
     };
-    let action = match spec.kind {
+    let action = match spec.kind.kind() {
         FaultKind::NetPartition => {
             if m.from.is_empty() || m.to.is_empty() {
                 return Err("net-partition needs both from and to groups".into());
@@ -485,7 +464,7 @@ pub fn proxy_rule(
         FaultKind::NetReset => Action::Reset,
         FaultKind::NetDelay => delay()?,
         FaultKind::NetLoss => {
-            match spec.probability {
+            match spec.kind.probability() {
                 Some(p) if p > 0.0 && p <= 1.0 => {}
                 other => return Err(format!("net-loss needs a probability in (0, 1], got {other:?}")),
             }
@@ -493,22 +472,23 @@ pub fn proxy_rule(
         }
         FaultKind::ProtocolDrop | FaultKind::ProtocolDelay | FaultKind::ProtocolError => {
             m.api_keys = spec
-                .apis
-                .iter()
+                .kind
+                .apis()
+                .into_iter()
                 .flatten()
                 .map(|a| crate::kafka_names::api_key(a).ok_or_else(|| format!("{a:?} is not a Kafka API name")))
                 .collect::<Result<_, _>>()?;
-            m.frames = Some(match spec.frames.unwrap_or(FrameDirection::Request) {
+            m.frames = Some(match spec.kind.frames().unwrap_or(FrameDirection::Request) {
                 FrameDirection::Request => Frames::Request,
                 FrameDirection::Response => Frames::Response,
             });
             m.transactional_id = transactional_id;
-            m.nth = spec.nth;
-            match spec.kind {
+            m.nth = spec.kind.nth();
+            match spec.kind.kind() {
                 FaultKind::ProtocolDrop => Action::Drop,
                 FaultKind::ProtocolDelay => delay()?,
                 _ => {
-                    let e = spec.error.as_ref().ok_or("protocol-error needs error (a Kafka error name or code)")?;
+                    let e = spec.kind.error().ok_or("protocol-error needs error (a Kafka error name or code)")?;
                     Action::Error { code: crate::kafka_names::error_code(e)? }
                 }
             }
@@ -575,7 +555,7 @@ impl FaultSlot {
     pub fn new(spec: FaultSpec, index: usize) -> FaultSlot {
         FaultSlot {
             name: fault_name(&spec, index),
-            kind: kind_name(spec.kind),
+            kind: spec.kind.name().to_string(),
             spec,
             record: None,
             queued: false,
@@ -651,8 +631,20 @@ pub fn node_effect_json(node: i32, r: &Result<NodeEffect, String>) -> serde_json
 mod tests {
     use super::*;
 
+    use crate::scenario::{Fault, Outage, Workers};
+
+    /// A fault of a kind these trigger tests use, with the least it needs.
     fn spec(kind: FaultKind, when: When) -> FaultSpec {
-        FaultSpec::new(kind, when)
+        let all = || crate::scenario::Brokers { target: Target::Named(NamedTarget::All) };
+        let fault = match kind {
+            FaultKind::KillWorkers => Fault::KillWorkers(Workers::default()),
+            FaultKind::PauseWorkers => Fault::PauseWorkers(Workers::default()),
+            FaultKind::JobOutage => Fault::JobOutage(Outage::default()),
+            FaultKind::BrokerKill => Fault::BrokerKill(all()),
+            FaultKind::BrokerRestart => Fault::BrokerRestart(all()),
+            other => panic!("no plain {other:?} here"),
+        };
+        FaultSpec::new(fault, when)
     }
 
     #[test]
@@ -788,60 +780,91 @@ mod tests {
 
     #[test]
     fn network_faults_map_to_proxy_rules() {
-        use crate::scenario::ErrorName;
-        let mut p = spec(FaultKind::NetPartition, When::AtMs(0));
-        p.from = Some(vec![Group::Workers]);
-        p.to = Some(vec![Group::Broker(1), Group::Broker(2)]);
+        use crate::scenario::{
+            Blackhole, Delay, ErrorName, FrameDirection as Fd, FramesError, Link, Loss, Partition as Cut,
+        };
+        let at = When::AtMs(0);
+        let cut = |to: Vec<Group>, direction| {
+            let p = Cut { from: vec![Group::Workers], to, direction };
+            FaultSpec::new(Fault::NetPartition(p), at)
+        };
+        let p = cut(vec![Group::Broker(1), Group::Broker(2)], None);
         let r = proxy_rule(&p, "cut", None, &[]).unwrap();
         assert_eq!(r.name, "cut");
         assert_eq!(r.action, Action::Drop);
         assert_eq!(r.matches.from, vec![PeerGroup::Workers]);
         assert_eq!(r.matches.to, vec![PeerGroup::Broker(1), PeerGroup::Broker(2)]);
         assert!(r.matches.both_ways && !r.matches.one_way);
-        p.direction = Some(NetDirection::OneWay);
+        let p = cut(vec![Group::Broker(1), Group::Broker(2)], Some(NetDirection::OneWay));
         let r = proxy_rule(&p, "cut", None, &[]).unwrap();
         assert!(!r.matches.both_ways && r.matches.one_way);
-        p.to = None;
+        // A partition without a side cannot be written down any more; an empty one is refused here.
+        let p = cut(vec![], None);
         assert!(proxy_rule(&p, "cut", None, &[]).unwrap_err().contains("from and to"));
+        let no_side: Result<FaultSpec, _> =
+            serde_json::from_value(json!({"kind": "net-partition", "when": at, "from": ["workers"]}));
+        assert!(no_side.unwrap_err().to_string().contains("needs from and to"));
 
-        let b = spec(FaultKind::NetBlackhole, When::AtMs(0));
+        let b = FaultSpec::new(Fault::NetBlackhole(Blackhole::default()), at);
         let r = proxy_rule(&b, "bh", None, &[2]).unwrap();
         assert!(r.matches.from.is_empty() && r.matches.both_ways);
         assert_eq!(r.matches.to, vec![PeerGroup::Broker(2)]);
         assert!(proxy_rule(&b, "bh", None, &[]).is_err());
 
-        let r = proxy_rule(&spec(FaultKind::NetReset, When::AtMs(0)), "rst", None, &[]).unwrap();
+        let link = Link { from: vec![Group::Workers], to: vec![Group::Brokers] };
+        let r = proxy_rule(&FaultSpec::new(Fault::NetReset(link), at), "rst", None, &[]).unwrap();
         assert_eq!(r.action, Action::Reset);
-        let mut d = spec(FaultKind::NetDelay, When::AtMs(0));
-        assert!(proxy_rule(&d, "d", None, &[]).unwrap_err().contains("delay_ms"));
-        d.delay_ms = Some(200);
-        d.jitter_ms = Some(50);
+        // net-delay without delay_ms: refused where it is read, naming delay_ms.
+        let no_delay: Result<FaultSpec, _> =
+            serde_json::from_value(json!({"kind": "net-delay", "when": at, "from": ["workers"], "to": ["brokers"]}));
+        assert!(no_delay.unwrap_err().to_string().contains("delay_ms"));
+        let d = Delay { from: vec![Group::Workers], to: vec![Group::Brokers], delay_ms: 200, jitter_ms: Some(50) };
+        let d = FaultSpec::new(Fault::NetDelay(d), at);
         assert_eq!(proxy_rule(&d, "d", None, &[]).unwrap().action, Action::Delay { delay_ms: 200, jitter_ms: 50 });
-        let mut l = spec(FaultKind::NetLoss, When::AtMs(0));
-        assert!(proxy_rule(&l, "l", None, &[]).is_err());
-        l.probability = Some(0.25);
-        let r = proxy_rule(&l, "l", None, &[]).unwrap();
+        let loss = |probability| {
+            let l = Loss { from: vec![Group::Workers], to: vec![Group::Brokers], probability };
+            FaultSpec::new(Fault::NetLoss(l), at)
+        };
+        assert!(proxy_rule(&loss(0.0), "l", None, &[]).is_err());
+        let no_probability: Result<FaultSpec, _> =
+            serde_json::from_value(json!({"kind": "net-loss", "when": at, "from": ["workers"], "to": ["brokers"]}));
+        assert!(no_probability.unwrap_err().to_string().contains("probability"));
+        let r = proxy_rule(&loss(0.25), "l", None, &[]).unwrap();
         assert_eq!((r.action, r.matches.probability), (Action::Drop, Some(0.25)));
 
         // Protocol: API keys by name, frames, error codes, the resolved id, nth.
-        let mut e = spec(FaultKind::ProtocolError, When::AtMs(0));
-        e.apis = Some(vec!["EndTxn".into(), "INIT_PRODUCER_ID".into()]);
-        e.frames = Some(FrameDirection::Response);
-        e.error = Some(ErrorName::Name("COORDINATOR_NOT_AVAILABLE".into()));
-        e.nth = Some(2);
-        let r = proxy_rule(&e, "err", Some("p-0-3".into()), &[]).unwrap();
+        let mut e = FramesError {
+            from: None,
+            to: None,
+            probability: None,
+            apis: vec!["EndTxn".into(), "INIT_PRODUCER_ID".into()],
+            frames: Some(Fd::Response),
+            error: ErrorName::Name("COORDINATOR_NOT_AVAILABLE".into()),
+            transactional_id: None,
+            nth: Some(2),
+        };
+        let r =
+            proxy_rule(&FaultSpec::new(Fault::ProtocolError(e.clone()), at), "err", Some("p-0-3".into()), &[]).unwrap();
         assert_eq!(r.matches.api_keys, vec![26, 22]);
         assert_eq!(r.matches.frames, Some(Frames::Response));
         assert_eq!(r.matches.transactional_id.as_deref(), Some("p-0-3"));
         assert_eq!(r.matches.nth, Some(2));
         assert_eq!(r.action, Action::Error { code: 15 });
-        e.apis = Some(vec!["NoSuchApi".into()]);
-        assert!(proxy_rule(&e, "err", None, &[]).unwrap_err().contains("NoSuchApi"));
-        let mut dr = spec(FaultKind::ProtocolDrop, When::AtMs(0));
-        dr.apis = Some(vec!["Produce".into()]);
-        let r = proxy_rule(&dr, "drop", None, &[]).unwrap();
+        e.apis = vec!["NoSuchApi".into()];
+        let bad_api = FaultSpec::new(Fault::ProtocolError(e), at);
+        assert!(proxy_rule(&bad_api, "err", None, &[]).unwrap_err().contains("NoSuchApi"));
+        let dr = crate::scenario::Frames {
+            from: None,
+            to: None,
+            probability: None,
+            apis: vec!["Produce".into()],
+            frames: None,
+            transactional_id: None,
+            nth: None,
+        };
+        let r = proxy_rule(&FaultSpec::new(Fault::ProtocolDrop(dr), at), "drop", None, &[]).unwrap();
         assert_eq!((r.action, r.matches.api_keys, r.matches.frames), (Action::Drop, vec![0], Some(Frames::Request)));
-        assert!(proxy_rule(&spec(FaultKind::BrokerKill, When::AtMs(0)), "x", None, &[]).is_err());
+        assert!(proxy_rule(&spec(FaultKind::BrokerKill, at), "x", None, &[]).is_err());
     }
 
     #[test]
@@ -878,10 +901,10 @@ mod tests {
         assert_eq!(fault_name(&s, 4), "broker-restart-4");
         s.name = Some("restart the coordinator".into());
         assert_eq!(fault_name(&s, 4), "restart the coordinator");
-        assert_eq!(kind_name(FaultKind::JobOutage), "job-outage");
-        // The hand-written names are the YAML (serde) names, for every kind.
+        assert_eq!(FaultKind::JobOutage.name(), "job-outage");
+        // The table's names are the YAML (serde) names, for every kind.
         for k in FaultKind::all() {
-            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(kind_name(*k)), "{k:?}");
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(k.name().to_string()), "{k:?}");
         }
     }
 

@@ -8,6 +8,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_saphyr::{Location, Spanned};
 
+use super::fault_serde::split_param_error;
 use super::Scenario;
 
 /// One thing wrong with a scenario, located in its file.
@@ -112,6 +113,25 @@ fn syntax_problem(e: &serde_saphyr::Error, text: &str, file: &str, locs: &Locs) 
     let loc = e.location().unwrap_or(Location::UNKNOWN);
     let (mut line, mut column) = (loc.line(), loc.column());
     let raw = serde_saphyr::DefaultMessageFormatter.format_message(e.without_snippet()).into_owned();
+    // A fault's parameters are read after its whole entry (see fault_serde):
+    // such an error sits at the entry's start and names the parameter; point
+    // at the parameter (its value; the entry itself when it is missing).
+    if let (Some((param, message)), Some(mut path)) = (split_param_error(&raw), locs.node_at(line, column)) {
+        path.push(key(param));
+        // A field that should not be there is shown at its key, as serde
+        // shows unknown fields elsewhere; any other at its value.
+        (line, column) = match locs.key_at(&path) {
+            Some(at) if message.starts_with("unknown field") => at,
+            _ => locs.at(&path),
+        };
+        let field = render_path(&path);
+        let message = explain_untagged(message, &field);
+        let snippet = excerpt(text, line, column).map(|x| format!(" --> {file}:{line}:{column}\n{x}"));
+        return ScenarioError::Invalid {
+            problems: vec![Problem { file: file.to_string(), line, column, field, message }],
+            snippet,
+        };
+    }
     let field = if raw.starts_with("missing field") {
         // serde reports a missing field at the end of its mapping: name the
         // mapping, at its key.
@@ -131,6 +151,18 @@ fn syntax_problem(e: &serde_saphyr::Error, text: &str, file: &str, locs: &Locs) 
     let snippet: Vec<&str> = rendered.lines().skip(1).collect();
     let snippet = if snippet.is_empty() { None } else { Some(snippet.join("\n")) };
     ScenarioError::Invalid { problems: vec![Problem { file: file.to_string(), line, column, field, message }], snippet }
+}
+
+/// The source line of a problem with a caret under its column, like rustc's
+/// excerpts: what a user needs to find the spot without opening the file.
+pub fn excerpt(text: &str, line: u64, column: u64) -> Option<String> {
+    let src = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let num = line.to_string();
+    let pad = " ".repeat(num.len());
+    let caret_at = usize::try_from(column.max(1) - 1).unwrap_or(0);
+    // Columns count characters; keep tabs so the caret lines up under them.
+    let lead: String = src.chars().take(caret_at).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+    Some(format!("{pad} |\n{num} | {src}\n{pad} | {lead}^"))
 }
 
 /// Untagged enums fail with "did not match any variant": say what is accepted there.
@@ -351,6 +383,18 @@ impl Locs {
                 }
             }
         }
+    }
+
+    /// The shallowest node that starts exactly at (line, column): a mapping
+    /// whose first key shares its position is the mapping.
+    pub(super) fn node_at(&self, line: u64, column: u64) -> Option<Vec<Seg>> {
+        let hit = self.entries.iter().filter(|(_, l, c, _)| (*l, *c) == (line, column) && line > 0);
+        hit.min_by_key(|e| e.0.len()).map(|e| e.0.clone())
+    }
+
+    /// The location of the key of the mapping entry at `path`.
+    pub(super) fn key_at(&self, path: &[Seg]) -> Option<(u64, u64)> {
+        self.entries.iter().find(|(q, l, _, is_key)| q == path && *is_key && *l > 0).map(|e| (e.1, e.2))
     }
 
     /// Whether the file has a node at exactly `path`.

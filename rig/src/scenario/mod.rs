@@ -4,7 +4,7 @@
 //!
 //! - [`fault`]: one fault of the schedule and the table of fault kinds;
 //! - [`values`]: the values fault parameters take (targets, groups, selectors);
-//! - [`when`]: triggers;
+//! - [`when`](mod@when): triggers (when a fault fires);
 //! - [`load`](mod@load): parsing, the located tree, error rendering (file, line and field in every error);
 //! - [`validate`]: the semantic checks;
 //! - [`schedule`]: seeded random schedules and the resolved fault list of a run.
@@ -15,16 +15,23 @@ use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::{Partitioning, SinkMode};
 
 pub mod fault;
+mod fault_serde;
 pub mod load;
 pub mod schedule;
 pub mod validate;
 pub mod values;
 pub mod when;
 
-pub use fault::*;
+pub use fault::{
+    Blackhole, Brokers, Delay, Family, Fault, FaultKind, FaultSpec, Frames, FramesDelay, FramesError, KindInfo, Link,
+    Loss, Need, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling, Workers,
+};
 pub use load::{from_str, load, Problem, ScenarioError};
 pub use values::*;
 pub use when::When;
+
+#[cfg(test)]
+mod tests;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -211,6 +218,32 @@ pub enum Mix {
     Coordinator,
     /// Every kind above, interleaved.
     All,
+}
+
+impl Mix {
+    /// The one family a mix draws from (None for `none` and `all`).
+    pub fn family(self) -> Option<Family> {
+        match self {
+            Mix::Workers => Some(Family::Workers),
+            Mix::Brokers => Some(Family::Brokers),
+            Mix::Network => Some(Family::Network),
+            Mix::Protocol => Some(Family::Protocol),
+            Mix::Coordinator => Some(Family::Coordinator),
+            Mix::None | Mix::All => None,
+        }
+    }
+}
+
+impl From<Family> for Mix {
+    fn from(f: Family) -> Mix {
+        match f {
+            Family::Workers => Mix::Workers,
+            Family::Brokers => Mix::Brokers,
+            Family::Network => Mix::Network,
+            Family::Protocol => Mix::Protocol,
+            Family::Coordinator => Mix::Coordinator,
+        }
+    }
 }
 
 fn default_schedule_start() -> u64 {

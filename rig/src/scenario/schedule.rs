@@ -15,15 +15,16 @@
 //! reserves the right to change between releases — a schedule replayed from a
 //! seed in a bug report must not change under a `cargo update`.
 //!
-//! [`write`] stores the resolved list as `schedule.json` in the run
+//! [`write()`] stores the resolved list as `schedule.json` in the run
 //! directory, in the scenario's YAML field names.
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::{
-    ErrorName, FaultKind, FaultSpec, FrameDirection, Group, Mix, NamedTarget, NetDirection, RandomSchedule, Scenario,
-    Target, TidSelector, When,
+    Brokers, Delay, ErrorName, Family, Fault, FaultKind, FaultSpec, FrameDirection, Frames, FramesDelay, FramesError,
+    Group, Link, Loss, Mix, NamedTarget, NetDirection, Notification, NotificationDelay, Partition, RandomSchedule,
+    Scenario, Target, TidSelector, When, Workers,
 };
 
 /// A run's fault list: the scenario's explicit faults, then the generated ones.
@@ -104,20 +105,13 @@ impl SplitMix64 {
 }
 
 /// The fault families a mix draws from, given what the cluster can run
-/// (network and protocol faults need the proxy).
+/// (families whose kinds act through the proxy need it).
 pub fn families(mix: Mix, proxy_allowed: bool) -> Vec<Mix> {
-    match mix {
-        Mix::None => vec![],
-        Mix::All => {
-            let mut v = vec![Mix::Workers, Mix::Brokers];
-            if proxy_allowed {
-                v.extend([Mix::Network, Mix::Protocol]);
-            }
-            v.push(Mix::Coordinator);
-            v
-        }
-        Mix::Network | Mix::Protocol if !proxy_allowed => vec![],
-        m => vec![m],
+    let runs = |f: Family| proxy_allowed || !f.needs_proxy();
+    match (mix, mix.family()) {
+        (Mix::All, _) => Family::ALL.into_iter().filter(|f| runs(*f)).map(Mix::from).collect(),
+        (_, Some(f)) if runs(f) => vec![mix],
+        _ => vec![],
     }
 }
 
@@ -142,6 +136,14 @@ const PROTOCOL_APIS: [(&str, &[&str]); 5] = [
     ),
     ("FindCoordinator", &["COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"]),
 ];
+
+/// The kinds each family's draws pick from, in the order a seed replays.
+const BROKER_KINDS: [FaultKind; 3] = [FaultKind::BrokerKill, FaultKind::BrokerPause, FaultKind::BrokerRestart];
+const NETWORK_KINDS: [FaultKind; 4] =
+    [FaultKind::NetPartition, FaultKind::NetDelay, FaultKind::NetLoss, FaultKind::NetReset];
+const PROTOCOL_KINDS: [FaultKind; 3] = [FaultKind::ProtocolDrop, FaultKind::ProtocolDelay, FaultKind::ProtocolError];
+const COORDINATOR_KINDS: [FaultKind; 3] =
+    [FaultKind::DropNotification, FaultKind::DelayNotification, FaultKind::DeclineCheckpoint];
 
 /// Frame delays of network faults, ms: small enough not to trip request
 /// timeouts on their own, large enough to reorder against checkpoints.
@@ -198,6 +200,10 @@ fn sorted([a, b]: [u64; 2]) -> [u64; 2] {
 }
 
 /// One fault of a family lasting about `dur` ms, and the time it occupies.
+///
+/// Each family draws from a list of its kinds written here, not from the
+/// table's order: the lists and the order of the draws are part of what a
+/// seed replays (a test checks every listed kind is of its family).
 fn draw(s: &Scenario, fam: Mix, dur: u64, rng: &mut SplitMix64) -> (FaultSpec, u64) {
     let p = s.job.parallelism.max(1);
     let brokers = s.cluster.brokers.max(1) as i32;
@@ -207,39 +213,44 @@ fn draw(s: &Scenario, fam: Mix, dur: u64, rng: &mut SplitMix64) -> (FaultSpec, u
     match fam {
         Mix::Workers => {
             if rng.chance(1, 2) {
-                let mut f = FaultSpec::new(FaultKind::KillWorkers, at);
-                f.target = Some(if rng.chance(1, 4) {
+                let target = Some(if rng.chance(1, 4) {
                     Target::Named(NamedTarget::All)
                 } else {
                     Target::Ids(vec![subtask(rng)])
                 });
+                let f = FaultSpec::new(Fault::KillWorkers(Workers { target }), at);
                 // The job is down for restart_delay_ms and then restores.
                 (f, dur.max(s.job.restart_delay_ms))
             } else {
-                let mut f = FaultSpec::new(FaultKind::PauseWorkers, at);
-                f.target = Some(Target::Ids(vec![subtask(rng)]));
+                let target = Some(Target::Ids(vec![subtask(rng)]));
+                let mut f = FaultSpec::new(Fault::PauseWorkers(Workers { target }), at);
                 f.duration_ms = Some(dur);
                 (f, dur)
             }
         }
         Mix::Brokers => {
-            let kind = *rng.pick(&[FaultKind::BrokerKill, FaultKind::BrokerPause, FaultKind::BrokerRestart]);
-            let mut f = FaultSpec::new(kind, at);
-            f.target = Some(match rng.below(3) {
+            let kind = *rng.pick(&BROKER_KINDS);
+            let target = match rng.below(3) {
                 0 => Target::Ids(vec![i64::from(broker(rng))]),
                 1 => Target::Named(NamedTarget::TxnCoordinator),
                 _ => Target::Leader { leader: rng.below(u64::from(s.topic.partitions.max(1))) as u32 },
-            });
+            };
+            let b = Brokers { target };
+            let mut f = FaultSpec::new(
+                match kind {
+                    FaultKind::BrokerKill => Fault::BrokerKill(b),
+                    FaultKind::BrokerPause => Fault::BrokerPause(b),
+                    _ => Fault::BrokerRestart(b),
+                },
+                at,
+            );
             if kind != FaultKind::BrokerRestart {
                 f.duration_ms = Some(dur);
             }
             (f, dur)
         }
         Mix::Network => {
-            let kind =
-                *rng.pick(&[FaultKind::NetPartition, FaultKind::NetDelay, FaultKind::NetLoss, FaultKind::NetReset]);
-            let mut f = FaultSpec::new(kind, at);
-            f.duration_ms = Some(dur);
+            let kind = *rng.pick(&NETWORK_KINDS);
             // Workers against one broker, or (3+ nodes) one broker against another.
             let (from, to) = if brokers >= 3 && kind == FaultKind::NetPartition && rng.chance(1, 3) {
                 let a = broker(rng);
@@ -250,60 +261,87 @@ fn draw(s: &Scenario, fam: Mix, dur: u64, rng: &mut SplitMix64) -> (FaultSpec, u
             } else {
                 (vec![Group::Workers], vec![Group::Broker(broker(rng))])
             };
-            f.from = Some(from);
-            f.to = Some(to);
-            match kind {
-                FaultKind::NetPartition if rng.chance(1, 4) => f.direction = Some(NetDirection::OneWay),
+            let fault = match kind {
+                FaultKind::NetPartition => {
+                    let direction = rng.chance(1, 4).then_some(NetDirection::OneWay);
+                    Fault::NetPartition(Partition { from, to, direction })
+                }
                 FaultKind::NetDelay => {
                     let d = *rng.pick(&NET_DELAYS_MS);
-                    f.delay_ms = Some(d);
-                    f.jitter_ms = Some(d / 4);
+                    Fault::NetDelay(Delay { from, to, delay_ms: d, jitter_ms: Some(d / 4) })
                 }
-                FaultKind::NetLoss => f.probability = Some(*rng.pick(&LOSS_PROBABILITIES)),
-                _ => {}
-            }
+                FaultKind::NetLoss => Fault::NetLoss(Loss { from, to, probability: *rng.pick(&LOSS_PROBABILITIES) }),
+                _ => Fault::NetReset(Link { from, to }),
+            };
+            let mut f = FaultSpec::new(fault, at);
+            f.duration_ms = Some(dur);
             (f, dur)
         }
         Mix::Protocol => {
-            let kind = *rng.pick(&[FaultKind::ProtocolDrop, FaultKind::ProtocolDelay, FaultKind::ProtocolError]);
+            let kind = *rng.pick(&PROTOCOL_KINDS);
             let (api, errors) = *rng.pick(&PROTOCOL_APIS);
-            let mut f = FaultSpec::new(kind, at);
-            f.duration_ms = Some(dur);
-            f.apis = Some(vec![api.to_string()]);
-            match kind {
+            let apis = vec![api.to_string()];
+            let (frames, delay_ms, error) = match kind {
                 // A lost response: the broker did it, the client never heard.
                 FaultKind::ProtocolDrop => {
-                    f.frames = Some(if rng.chance(1, 3) { FrameDirection::Response } else { FrameDirection::Request })
+                    (Some(if rng.chance(1, 3) { FrameDirection::Response } else { FrameDirection::Request }), 0, None)
                 }
-                FaultKind::ProtocolDelay => {
-                    let d = *rng.pick(&PROTOCOL_DELAYS_MS);
-                    f.delay_ms = Some(d);
-                    f.jitter_ms = Some(d / 5);
-                }
-                _ => {
-                    f.frames = Some(FrameDirection::Request);
-                    f.error = Some(ErrorName::Name(rng.pick(errors).to_string()));
-                }
-            }
+                FaultKind::ProtocolDelay => (None, *rng.pick(&PROTOCOL_DELAYS_MS), None),
+                _ => (Some(FrameDirection::Request), 0, Some(ErrorName::Name(rng.pick(errors).to_string()))),
+            };
             // One subtask's transactions only, sometimes (APIs that carry an id).
-            if matches!(api, "EndTxn" | "AddPartitionsToTxn" | "InitProducerId") && rng.chance(1, 3) {
-                f.transactional_id = Some(TidSelector::Subtask { subtask: rng.below(u64::from(p)) as u32 });
-            }
+            let transactional_id = (matches!(api, "EndTxn" | "AddPartitionsToTxn" | "InitProducerId")
+                && rng.chance(1, 3))
+            .then(|| TidSelector::Subtask { subtask: rng.below(u64::from(p)) as u32 });
+            let fault = match (kind, error) {
+                (FaultKind::ProtocolDrop, _) => Fault::ProtocolDrop(Frames {
+                    from: None,
+                    to: None,
+                    probability: None,
+                    apis,
+                    frames,
+                    transactional_id,
+                    nth: None,
+                }),
+                (FaultKind::ProtocolDelay, _) => Fault::ProtocolDelay(FramesDelay {
+                    from: None,
+                    to: None,
+                    delay_ms,
+                    jitter_ms: Some(delay_ms / 5),
+                    probability: None,
+                    apis,
+                    frames,
+                    transactional_id,
+                    nth: None,
+                }),
+                (_, error) => Fault::ProtocolError(FramesError {
+                    from: None,
+                    to: None,
+                    probability: None,
+                    apis,
+                    frames,
+                    error: error.expect("drawn with the kind"),
+                    transactional_id,
+                    nth: None,
+                }),
+            };
+            let mut f = FaultSpec::new(fault, at);
+            f.duration_ms = Some(dur);
             (f, dur)
         }
         // Coordinator and anything else: the checkpoint coordinator's messages.
         _ => {
-            let kind =
-                *rng.pick(&[FaultKind::DropNotification, FaultKind::DelayNotification, FaultKind::DeclineCheckpoint]);
-            let mut f = FaultSpec::new(kind, at);
-            if p > 1 && rng.chance(1, 2) {
-                f.target = Some(Target::Ids(vec![subtask(rng)]));
-            }
-            if kind == FaultKind::DelayNotification {
-                f.delay_ms = Some(dur);
-            }
+            let kind = *rng.pick(&COORDINATOR_KINDS);
+            let target = (p > 1 && rng.chance(1, 2)).then(|| Target::Ids(vec![subtask(rng)]));
+            let fault = match kind {
+                FaultKind::DropNotification => Fault::DropNotification(Notification { target, checkpoint: None }),
+                FaultKind::DelayNotification => {
+                    Fault::DelayNotification(NotificationDelay { target, delay_ms: dur, checkpoint: None })
+                }
+                _ => Fault::DeclineCheckpoint(Notification { target, checkpoint: None }),
+            };
             // It acts on the next checkpoint: leave it an interval to happen in.
-            (f, dur.max(s.job.checkpoint_interval_ms))
+            (FaultSpec::new(fault, at), dur.max(s.job.checkpoint_interval_ms))
         }
     }
 }
@@ -381,7 +419,7 @@ pub fn render(r: &Resolved) -> String {
 
 fn line(i: usize, f: &FaultSpec) -> String {
     let name = f.name.clone().unwrap_or_else(|| format!("{}-{i}", f.kind.name()));
-    let target = match &f.target {
+    let target = match f.kind.target() {
         Some(t) => json_text(&serde_json::to_value(t).unwrap_or_default()),
         None => "-".to_string(),
     };
@@ -414,17 +452,7 @@ fn line(i: usize, f: &FaultSpec) -> String {
 // ---------------------------------------------------------------------------
 // The command line: `sinkhole validate` and `sinkhole schedule`
 
-/// The source line of a problem with a caret under its column, like rustc's
-/// excerpts: what a user needs to find the spot without opening the file.
-pub fn excerpt(text: &str, line: u64, column: u64) -> Option<String> {
-    let src = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
-    let num = line.to_string();
-    let pad = " ".repeat(num.len());
-    let caret_at = usize::try_from(column.max(1) - 1).unwrap_or(0);
-    // Columns count characters; keep tabs so the caret lines up under them.
-    let lead: String = src.chars().take(caret_at).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-    Some(format!("{pad} |\n{num} | {src}\n{pad} | {lead}^"))
-}
+pub use crate::scenario::load::excerpt;
 
 /// One file's result in `sinkhole validate --json`.
 #[derive(Debug, Clone, Serialize)]
@@ -546,6 +574,18 @@ mod tests {
         assert_eq!(x, "  |\n2 | bb: [x, y]\n  |         ^");
         assert!(excerpt("a", 3, 1).is_none());
         assert!(excerpt("a", 0, 1).is_none());
+    }
+
+    #[test]
+    fn each_family_draws_only_its_own_kinds() {
+        for (fam, kinds) in [
+            (Family::Brokers, &BROKER_KINDS[..]),
+            (Family::Network, &NETWORK_KINDS[..]),
+            (Family::Protocol, &PROTOCOL_KINDS[..]),
+            (Family::Coordinator, &COORDINATOR_KINDS[..]),
+        ] {
+            assert!(kinds.iter().all(|k| k.family() == fam), "{fam:?}: {kinds:?}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Semantic checks: what the types accept but a run could not do, each
 //! reported at the field it is about.
-use super::fault::*;
+use super::fault::does_not_take;
 use super::load::{key, render_path, Locs, Seg};
 use super::*;
 
@@ -165,13 +165,14 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
     }
     if c.proxy == Some(false) {
         for (i, f) in s.faults.iter().enumerate() {
-            if needs_proxy(f.kind) {
+            let k = f.kind.kind();
+            if k.needs_proxy() {
                 bad(
                     vec![key("cluster"), key("proxy")],
                     format!(
                         "proxy: false, but faults[{i}] ({}) is a {} fault, which only the proxy can inject: remove `proxy: false`",
-                        f.name.as_deref().unwrap_or(f.kind.name()),
-                        if is_protocol(f.kind) { "protocol" } else { "network" }
+                        f.name.as_deref().unwrap_or(k.name()),
+                        k.family().name()
                     ),
                 );
             }
@@ -188,35 +189,25 @@ fn when_key(locs: &Locs, i: usize, names: &[&str]) -> Vec<Seg> {
 }
 
 fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut impl FnMut(Vec<Seg>, String)) {
-    use FaultKind::*;
     let c = &s.cluster;
     let j = &s.job;
     let fp = |field: &str| vec![key("faults"), Seg::Index(i), key(field)];
-    let k = f.kind;
+    let k = f.kind.kind();
     let kind = k.name();
 
-    // Parameters the kind does not take: say which kinds take them.
-    for p in given(f) {
+    // A parameter outside the kind's struct cannot be written down (the
+    // loader reports it); two are values only some of a struct's allow.
+    if let Fault::RollingRestart(Rolling { target: Some(t) }) = &f.kind {
         // `target: all` on a rolling restart says what it does anyway.
-        let all_brokers = k == RollingRestart && p == "target" && f.target == Some(Target::Named(NamedTarget::All));
-        if takes(k, p) || all_brokers {
-            continue;
+        if *t != Target::Named(NamedTarget::All) {
+            bad(fp("target"), does_not_take(k, "target"));
         }
-        let msg = match not_taken_hint(k, p) {
-            Some(h) => format!("{kind} does not take {p} ({h})"),
-            None => {
-                let takers: Vec<&str> = ALL_KINDS.iter().filter(|t| takes(**t, p)).map(|t| t.name()).collect();
-                format!("{kind} does not take {p}; {p} is a parameter of {}", takers.join(", "))
-            }
-        };
-        bad(fp(p), msg);
     }
-
-    // duration
-    let needs_duration = matches!(k, PauseWorkers | JobOutage | BrokerPause);
-    match f.duration_ms {
-        None if needs_duration => bad(fp("duration_ms"), format!("{kind} needs duration_ms (how long it lasts)")),
-        Some(0) if takes(k, "duration_ms") => bad(fp("duration_ms"), "must be ≥ 1 ms".into()),
+    // duration_ms: every spec has the field; the table says who takes it.
+    match (f.duration_ms, k.duration()) {
+        (Some(_), Need::Refused) => bad(fp("duration_ms"), does_not_take(k, "duration_ms")),
+        (None, Need::Required) => bad(fp("duration_ms"), format!("{kind} needs duration_ms (how long it lasts)")),
+        (Some(0), _) => bad(fp("duration_ms"), "must be ≥ 1 ms".into()),
         _ => {}
     }
 
@@ -279,7 +270,7 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
         Some(0) => bad(fp("times"), "must be ≥ 1".into()),
         _ => {}
     }
-    if k == CoordinatorCrash && !matches!(f.when, When::CheckpointPersisted(_)) {
+    if k == FaultKind::CoordinatorCrash && !matches!(f.when, When::CheckpointPersisted(_)) {
         bad(
             fp("when"),
             "coordinator-crash fires between a checkpoint's persist and its notification: use `when: {after_checkpoint_persisted: N}`".into(),
@@ -288,9 +279,18 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
 
     // target
     let tp = fp("target");
-    if worker_fault(k) || is_notification(k) {
-        let whose = if worker_fault(k) { "acts on workers" } else { "acts on subtasks" };
-        match &f.target {
+    let subtask_target = match &f.kind {
+        Fault::KillWorkers(Workers { target }) | Fault::PauseWorkers(Workers { target }) => {
+            Some((target, "acts on workers"))
+        }
+        Fault::JobOutage(Outage { target }) => Some((target, "acts on workers")),
+        Fault::DropNotification(Notification { target, .. })
+        | Fault::DeclineCheckpoint(Notification { target, .. })
+        | Fault::DelayNotification(NotificationDelay { target, .. }) => Some((target, "acts on subtasks")),
+        _ => None,
+    };
+    if let Some((target, whose)) = subtask_target {
+        match target {
             None | Some(Target::Named(NamedTarget::All)) => {}
             Some(Target::Named(NamedTarget::TxnCoordinator)) | Some(Target::Coordinator { .. }) => {
                 bad(tp, format!("txn-coordinator is a broker; {kind} {whose}: use all or subtask ids"))
@@ -298,13 +298,19 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
             Some(Target::Named(NamedTarget::Controller | NamedTarget::Leader)) | Some(Target::Leader { .. }) => {
                 bad(tp, format!("controller and leader are brokers; {kind} {whose}: use all or subtask ids"))
             }
-            Some(Target::Ids(_)) if k == JobOutage => {
+            Some(Target::Ids(_)) if k == FaultKind::JobOutage => {
                 bad(tp, "job-outage stops every worker: leave target out (or write all)".into())
             }
             Some(Target::Ids(ids)) => check_ids(bad, &tp, ids, 0, i64::from(j.parallelism) - 1, "subtask"),
         }
-    } else if is_broker(k) || (k == NetBlackhole && f.target.is_some()) {
-        check_broker_target(s, &f.target, &tp, kind, bad);
+    } else {
+        match &f.kind {
+            Fault::BrokerKill(b) | Fault::BrokerStop(b) | Fault::BrokerRestart(b) | Fault::BrokerPause(b) => {
+                check_broker_target(s, &b.target, &tp, bad)
+            }
+            Fault::NetBlackhole(Blackhole { target: Some(t), .. }) => check_broker_target(s, t, &tp, bad),
+            _ => {}
+        }
     }
 
     // network: two sides
@@ -332,24 +338,13 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
             }
         }
     };
-    if let Some(gs) = &f.from {
+    if let Some(gs) = f.kind.from() {
         check_groups(bad, "from", gs);
     }
-    if let Some(gs) = &f.to {
+    if let Some(gs) = f.kind.to() {
         check_groups(bad, "to", gs);
     }
-    if matches!(k, NetPartition | NetReset | NetDelay | NetLoss) {
-        for side in ["from", "to"] {
-            let missing = if side == "from" { f.from.is_none() } else { f.to.is_none() };
-            if missing {
-                bad(
-                    fp(side),
-                    format!("{kind} needs from and to: the two groups (workers, worker-N, brokers, broker-N) it comes between"),
-                );
-            }
-        }
-    }
-    if let (Some(from), Some(to)) = (&f.from, &f.to) {
+    if let (Some(from), Some(to)) = (f.kind.from(), f.kind.to()) {
         let is_b = |g: &Group| matches!(g, Group::Brokers | Group::Broker(_));
         if !from.iter().chain(to).any(is_b) {
             bad(
@@ -370,10 +365,10 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
             }
         }
     }
-    if k == NetBlackhole {
-        match (&f.target, &f.to) {
+    if let Fault::NetBlackhole(b) = &f.kind {
+        match (&b.target, &b.to) {
             (None, None) => bad(
-                tp_clone(&fp("target")),
+                fp("target"),
                 "net-blackhole needs target: the broker ids (or roles) to cut off, or to: [broker-N]".into(),
             ),
             (Some(_), Some(_)) => bad(fp("to"), "give target or to, not both".into()),
@@ -387,72 +382,44 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
     }
 
     // delays and probabilities
-    if matches!(k, NetDelay | ProtocolDelay | DelayNotification) {
-        match f.delay_ms {
-            None => bad(fp("delay_ms"), format!("{kind} needs delay_ms (how long each one is held)")),
-            Some(0) => bad(fp("delay_ms"), "must be ≥ 1 ms".into()),
-            Some(d) => {
-                if let Some(jt) = f.jitter_ms {
-                    if jt > d {
-                        bad(
-                            fp("jitter_ms"),
-                            format!("{jt} ms is above delay_ms ({d} ms): a frame cannot be held less than 0 ms"),
-                        );
-                    }
-                }
-            }
+    match (f.kind.delay_ms(), f.kind.jitter_ms()) {
+        (Some(0), _) => bad(fp("delay_ms"), "must be ≥ 1 ms".into()),
+        (Some(d), Some(jt)) if jt > d => {
+            bad(fp("jitter_ms"), format!("{jt} ms is above delay_ms ({d} ms): a frame cannot be held less than 0 ms"))
         }
+        _ => {}
     }
-    if let Some(p) = f.probability {
+    if let Some(p) = f.kind.probability() {
         if !(p > 0.0 && p <= 1.0) {
             bad(fp("probability"), format!("{p}: must be in (0, 1] (0 would never act)"));
         }
-    } else if k == NetLoss {
-        bad(fp("probability"), "net-loss needs probability: the chance 0 < p ≤ 1 that a frame is dropped".into());
     }
 
     // protocol
-    if is_protocol(k) {
-        match &f.apis {
-            None => bad(
-                fp("apis"),
-                format!(
-                    "{kind} needs apis: the Kafka APIs whose frames it acts on (e.g. [EndTxn, AddPartitionsToTxn])"
-                ),
-            ),
-            Some(a) if a.is_empty() => bad(fp("apis"), "an empty list of APIs".into()),
-            Some(a) => {
-                for (n, name) in a.iter().enumerate() {
-                    let mut p = fp("apis");
-                    p.push(Seg::Index(n));
-                    match crate::kafka_names::api_key(name) {
-                        None => bad(p, unknown_api(name)),
-                        Some(key_) if a[..n].iter().any(|o| crate::kafka_names::api_key(o) == Some(key_)) => {
-                            bad(p, format!("{name} is listed twice"))
-                        }
-                        Some(_) => {}
-                    }
+    if let Some(a) = f.kind.apis() {
+        if a.is_empty() {
+            bad(fp("apis"), "an empty list of APIs".into());
+        }
+        for (n, name) in a.iter().enumerate() {
+            let mut p = fp("apis");
+            p.push(Seg::Index(n));
+            match crate::kafka_names::api_key(name) {
+                None => bad(p, unknown_api(name)),
+                Some(key_) if a[..n].iter().any(|o| crate::kafka_names::api_key(o) == Some(key_)) => {
+                    bad(p, format!("{name} is listed twice"))
                 }
+                Some(_) => {}
             }
         }
-        if k == ProtocolError {
-            match &f.error {
-                None => bad(
-                    fp("error"),
-                    "protocol-error needs error: the Kafka error to answer with, by name (NOT_COORDINATOR) or code"
-                        .into(),
-                ),
-                Some(e) => {
-                    if let Err(msg) = crate::kafka_names::error_code(e) {
-                        bad(fp("error"), msg);
-                    }
-                }
+        if let Some(e) = f.kind.error() {
+            if let Err(msg) = crate::kafka_names::error_code(e) {
+                bad(fp("error"), msg);
             }
         }
-        if f.nth == Some(0) {
+        if f.kind.nth() == Some(0) {
             bad(fp("nth"), "frames are counted from 1: must be ≥ 1".into());
         }
-        match &f.transactional_id {
+        match f.kind.transactional_id() {
             Some(TidSelector::Subtask { subtask }) if *subtask >= j.parallelism => {
                 let mut p = fp("transactional_id");
                 p.push(key("subtask"));
@@ -466,13 +433,9 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
     }
 
     // coordinator
-    if f.checkpoint == Some(0) {
+    if f.kind.checkpoint() == Some(0) {
         bad(fp("checkpoint"), "checkpoints are numbered from 1: must be ≥ 1".into());
     }
-}
-
-fn tp_clone(p: &[Seg]) -> Vec<Seg> {
-    p.to_vec()
 }
 
 /// "Endtxn": not an API; the nearest names help more than the whole list.
@@ -494,29 +457,16 @@ fn unknown_api(name: &str) -> String {
 }
 
 /// A broker fault's target: node ids, all, or a role.
-fn check_broker_target(
-    s: &Scenario,
-    t: &Option<Target>,
-    tp: &[Seg],
-    kind: &str,
-    bad: &mut impl FnMut(Vec<Seg>, String),
-) {
+fn check_broker_target(s: &Scenario, t: &Target, tp: &[Seg], bad: &mut impl FnMut(Vec<Seg>, String)) {
     let (c, j) = (&s.cluster, &s.job);
     match t {
-        None => bad(
-            tp.to_vec(),
-            format!(
-                "{kind} needs a target: node ids 1..={}, all, txn-coordinator, {{txn-coordinator: S}}, controller, leader or {{leader: P}}",
-                c.brokers
-            ),
-        ),
-        Some(Target::Named(_)) => {}
-        Some(Target::Coordinator { txn_coordinator }) if *txn_coordinator >= j.parallelism => {
+        Target::Named(_) => {}
+        Target::Coordinator { txn_coordinator } if *txn_coordinator >= j.parallelism => {
             let mut p = tp.to_vec();
             p.push(key("txn-coordinator"));
             bad(p, format!("txn-coordinator of subtask {txn_coordinator}, but parallelism is {}", j.parallelism))
         }
-        Some(Target::Leader { leader }) if *leader >= s.topic.partitions => {
+        Target::Leader { leader } if *leader >= s.topic.partitions => {
             let mut p = tp.to_vec();
             p.push(key("leader"));
             bad(
@@ -528,8 +478,8 @@ fn check_broker_target(
                 ),
             )
         }
-        Some(Target::Coordinator { .. }) | Some(Target::Leader { .. }) => {}
-        Some(Target::Ids(ids)) => check_ids(bad, tp, ids, 1, c.brokers as i64, "node"),
+        Target::Coordinator { .. } | Target::Leader { .. } => {}
+        Target::Ids(ids) => check_ids(bad, tp, ids, 1, c.brokers as i64, "node"),
     }
 }
 
@@ -545,13 +495,11 @@ fn validate_schedule(s: &Scenario, r: &RandomSchedule, bad: &mut impl FnMut(Vec<
             bad(sp(field), "[0, …]: a fault lasts at least 1 ms".into());
         }
     }
-    if s.cluster.proxy == Some(false) && matches!(r.mix, Mix::Network | Mix::Protocol) {
+    // (`all` leaves the proxy's families out instead: `schedule::families`.)
+    if let Some(fam) = r.mix.family().filter(|f| f.needs_proxy() && s.cluster.proxy == Some(false)) {
         bad(
             sp("mix"),
-            format!(
-                "{} faults need the proxy, but cluster.proxy is false: remove `proxy: false`",
-                if r.mix == Mix::Network { "network" } else { "protocol" }
-            ),
+            format!("{} faults need the proxy, but cluster.proxy is false: remove `proxy: false`", fam.name()),
         );
     }
     // With a rate, the job cannot end before records / rate: a schedule
