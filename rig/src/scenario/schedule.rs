@@ -177,22 +177,40 @@ fn generate(s: &Scenario, r: &RandomSchedule, seed: u64) -> (Vec<FaultSpec>, Vec
     let [qlo, qhi] = sorted(r.quiet_ms);
     let [dlo, dhi] = sorted(r.duration_ms);
     // Not always at start_ms: the first fault lands somewhere in one quiet period.
-    let mut t = r.start_ms + rng.between(0, qlo);
-    loop {
+    let Some(mut t) = r.start_ms.checked_add(rng.between(0, qlo)) else { return (out, spans) };
+    // Validation keeps every window far from both ends (MAX_SCHEDULE_MS,
+    // MAX_GENERATED); for any other input the loop still ends: every fault
+    // takes at least 1 ms, nothing wraps, and the count is capped.
+    while out.len() < MAX_GENERATED {
         let fam = *rng.pick(&fams);
         let dur = rng.between(dlo.max(1), dhi.max(1));
         let (mut f, busy) = draw(s, fam, dur, &mut rng);
-        let end = t.saturating_add(busy);
-        if end > r.end_ms {
-            break;
-        }
+        let Some(end) = t.checked_add(busy).filter(|end| *end <= r.end_ms) else { break };
         f.when = When::AtMs(t);
         f.name = Some(format!("random-{}-{}", out.len() + 1, f.kind.name()));
         out.push(f);
         spans.push([t, end]);
-        t = end.saturating_add(rng.between(qlo, qhi));
+        let Some(next) = end.checked_add(rng.between(qlo, qhi)) else { break };
+        t = next;
     }
     (out, spans)
+}
+
+/// The longest job time a random schedule's values may name: a week, far
+/// beyond any run and far from where u64 milliseconds overflow.
+pub const MAX_SCHEDULE_MS: u64 = 7 * 24 * 3_600_000;
+
+/// The most faults one schedule generates (validation refuses a schedule
+/// that could draw more).
+pub const MAX_GENERATED: usize = 100_000;
+
+/// The most faults `r` could draw: each takes at least its minimum duration
+/// (≥ 1 ms) and the minimum quiet period.
+pub fn most_faults(r: &RandomSchedule) -> u64 {
+    let [qlo, _] = sorted(r.quiet_ms);
+    let [dlo, _] = sorted(r.duration_ms);
+    let step = dlo.max(1).saturating_add(qlo);
+    r.end_ms.saturating_sub(r.start_ms) / step + 1
 }
 
 fn sorted([a, b]: [u64; 2]) -> [u64; 2] {
@@ -574,6 +592,79 @@ mod tests {
         assert_eq!(x, "  |\n2 | bb: [x, y]\n  |         ^");
         assert!(excerpt("a", 3, 1).is_none());
         assert!(excerpt("a", 0, 1).is_none());
+    }
+
+    fn scenario(schedule: &str) -> Scenario {
+        let text = format!(
+            "name: s\ncluster: {{brokers: 3}}\ntopic: {{partitions: 3}}\n\
+             job: {{parallelism: 2, records_per_subtask: 10, checkpoint_interval_ms: 100, transaction_timeout_ms: 5000}}\n\
+             modes: [legacy]\nschedule: {schedule}\n"
+        );
+        crate::scenario::from_str(&text, "s.yaml").unwrap_or_else(|e| panic!("{}", e.render()))
+    }
+
+    fn problems(schedule: &str) -> Vec<(String, String)> {
+        let text = format!(
+            "name: s\ncluster: {{brokers: 3}}\ntopic: {{partitions: 3}}\n\
+             job: {{parallelism: 2, records_per_subtask: 10, checkpoint_interval_ms: 100, transaction_timeout_ms: 5000}}\n\
+             modes: [legacy]\nschedule: {schedule}\n"
+        );
+        let e = crate::scenario::from_str(&text, "s.yaml").expect_err(schedule);
+        e.problems().iter().map(|p| (p.field.clone(), p.message.clone())).collect()
+    }
+
+    #[test]
+    fn huge_schedule_times_are_refused_by_validation() {
+        let max = u64::MAX;
+        let ps = problems(&format!("{{mix: all, end_ms: {max}}}"));
+        assert_eq!(ps.len(), 1, "{ps:?}");
+        assert_eq!(ps[0].0, "schedule.end_ms");
+        assert!(ps[0].1.contains("beyond the longest schedule"), "{ps:?}");
+        let ps = problems(&format!("{{mix: all, start_ms: {}, end_ms: {max}}}", max - 1));
+        let fields: Vec<&str> = ps.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(fields, ["schedule.start_ms", "schedule.end_ms"], "{ps:?}");
+        let ps = problems(&format!("{{mix: workers, end_ms: 9000, quiet_ms: [0, {max}]}}"));
+        assert_eq!((ps.len(), ps[0].0.as_str()), (1, "schedule.quiet_ms"), "{ps:?}");
+        let ps = problems(&format!("{{mix: workers, end_ms: 9000, duration_ms: [{max}, {max}]}}"));
+        assert_eq!((ps.len(), ps[0].0.as_str()), (1, "schedule.duration_ms"), "{ps:?}");
+        // A week is allowed; so many faults in it are not.
+        scenario(&format!("{{mix: all, end_ms: {MAX_SCHEDULE_MS}, quiet_ms: [60000, 60000]}}"));
+        let ps = problems(&format!("{{mix: all, end_ms: {MAX_SCHEDULE_MS}, quiet_ms: [0, 10], duration_ms: [1, 5]}}"));
+        assert_eq!((ps.len(), ps[0].0.as_str()), (1, "schedule.end_ms"), "{ps:?}");
+        assert!(ps[0].1.contains("more than the 100000"), "{ps:?}");
+    }
+
+    #[test]
+    fn resolve_ends_and_never_overflows_whatever_the_values() {
+        let max = u64::MAX;
+        let mut s = scenario("{mix: all, end_ms: 9000}");
+        let cases = [
+            (0, max, [0, 0], [1, 1]),
+            (0, max, [max, max], [1, 1]),
+            (0, max, [0, 0], [max - 1, max]),
+            (max - 5, max, [0, 3], [1, 2]),
+            (max - 1, max, [max, max], [max, max]),
+            (max, max, [0, 0], [0, 0]),
+            (3, 2, [0, 0], [1, 1]),
+        ];
+        for (start_ms, end_ms, quiet_ms, duration_ms) in cases {
+            let r = s.schedule.as_mut().unwrap();
+            (r.start_ms, r.end_ms, r.quiet_ms, r.duration_ms) = (start_ms, end_ms, quiet_ms, duration_ms);
+            let began = std::time::Instant::now();
+            let res = resolve(&s, 7);
+            assert!(began.elapsed() < std::time::Duration::from_secs(30), "{start_ms} {end_ms}");
+            assert!(res.generated <= MAX_GENERATED);
+            let mut prev_end = 0;
+            for (i, [a, b]) in res.spans.iter().copied().enumerate() {
+                assert!(a >= start_ms && a < b && b <= end_ms, "span {i}: [{a}, {b})");
+                assert!(i == 0 || a >= prev_end, "span {i} overlaps");
+                prev_end = b;
+            }
+        }
+        // A dense unbounded window stops at the cap.
+        let r = s.schedule.as_mut().unwrap();
+        (r.start_ms, r.end_ms, r.quiet_ms, r.duration_ms) = (0, max, [0, 0], [1, 1]);
+        assert_eq!(resolve(&s, 7).generated, MAX_GENERATED);
     }
 
     #[test]

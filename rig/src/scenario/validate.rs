@@ -484,7 +484,39 @@ fn check_broker_target(s: &Scenario, t: &Target, tp: &[Seg], bad: &mut impl FnMu
 }
 
 fn validate_schedule(s: &Scenario, r: &RandomSchedule, bad: &mut impl FnMut(Vec<Seg>, String)) {
+    use super::schedule::{most_faults, MAX_GENERATED, MAX_SCHEDULE_MS};
     let sp = |f: &str| vec![key("schedule"), key(f)];
+    // Times beyond a week of job time are mistakes, and near u64::MAX they
+    // would overflow the generator's arithmetic.
+    let too_far = |v: u64| {
+        format!("{v} ms is beyond the longest schedule the rig draws ({MAX_SCHEDULE_MS} ms, 7 days of job time)")
+    };
+    let mut far = false;
+    for (field, v) in [("start_ms", r.start_ms), ("end_ms", r.end_ms)] {
+        if v > MAX_SCHEDULE_MS {
+            bad(sp(field), too_far(v));
+            far = true;
+        }
+    }
+    for (field, pair) in [("quiet_ms", r.quiet_ms), ("duration_ms", r.duration_ms)] {
+        if let Some(v) = pair.into_iter().find(|v| *v > MAX_SCHEDULE_MS) {
+            bad(sp(field), too_far(v));
+            far = true;
+        }
+    }
+    if !far && most_faults(r) > MAX_GENERATED as u64 {
+        bad(
+            sp("end_ms"),
+            format!(
+                "[{}, {}] ms with quiet_ms ≥ {} and duration_ms ≥ {} could draw {} faults, more than the {MAX_GENERATED} a schedule may hold: lengthen quiet_ms or duration_ms, or shorten the window",
+                r.start_ms,
+                r.end_ms,
+                r.quiet_ms[0].min(r.quiet_ms[1]),
+                r.duration_ms[0].min(r.duration_ms[1]),
+                most_faults(r)
+            ),
+        );
+    }
     if r.end_ms <= r.start_ms {
         bad(sp("end_ms"), format!("{} ms: must be after start_ms ({} ms)", r.end_ms, r.start_ms));
     }
