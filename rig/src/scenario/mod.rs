@@ -6,7 +6,7 @@
 //! - [`values`]: the values fault parameters take (targets, groups, selectors);
 //! - [`when`](mod@when): triggers (when a fault fires);
 //! - [`load`](mod@load): parsing, the located tree, error rendering (file, line and field in every error);
-//! - [`validate`]: the semantic checks;
+//! - `validate`: the semantic checks, which [`load()`] and [`from_str()`] run;
 //! - [`schedule`]: seeded random schedules and the resolved fault list of a run.
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,7 +18,7 @@ pub mod fault;
 mod fault_serde;
 pub mod load;
 pub mod schedule;
-pub mod validate;
+mod validate;
 pub mod values;
 pub mod when;
 

@@ -196,7 +196,9 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
     let kind = k.name();
 
     // A parameter outside the kind's struct cannot be written down (the
-    // loader reports it); two are values only some of a struct's allow.
+    // loader reports it as a type error). What is left to check here: values
+    // a struct's types admit but the kind does not, and duration_ms, which
+    // every spec has.
     if let Fault::RollingRestart(Rolling { target: Some(t) }) = &f.kind {
         // `target: all` on a rolling restart says what it does anyway.
         if *t != Target::Named(NamedTarget::All) {
