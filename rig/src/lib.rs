@@ -37,7 +37,6 @@ pub mod results;
 pub mod run;
 pub mod runner;
 pub mod scenario;
-pub mod schedule;
 pub mod subject;
 pub mod term;
 pub mod utc;

@@ -66,7 +66,7 @@ pub struct Plan {
     pub dir: PathBuf,
     /// The resolved fault list (explicit faults, then the random schedule's),
     /// already in `scenario.faults`; written to `schedule.json`.
-    pub schedule: crate::schedule::Resolved,
+    pub schedule: crate::scenario::schedule::Resolved,
 }
 
 impl Plan {
@@ -127,7 +127,7 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
     // The random schedule becomes plain faults here, before any mode runs:
     // every mode gets the same list, and the resolved scenario.yaml replays
     // it without the seed.
-    let schedule = crate::schedule::resolve(&s, seed);
+    let schedule = crate::scenario::schedule::resolve(&s, seed);
     s.faults = schedule.faults.clone();
     s.schedule = None;
     let run_id = format!("{}-{}-{seed}", s.name, timestamp(now_unix_s));
@@ -200,7 +200,7 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         format!("# resolved from {} (run {}, seed {})\n{yaml}", plan.source.display(), plan.run_id, plan.seed),
     )
     .context("writing scenario.yaml")?;
-    crate::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
+    crate::scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
 
     let mut cluster = start_cluster(plan).await?;
     progress(&format!("cluster ready at {} ({} backend)", cluster.bootstrap(), cluster.backend()));
@@ -275,7 +275,7 @@ async fn start_cluster(plan: &Plan) -> Result<Cluster, RunError> {
             spec.broker_config = broker_config(s);
             spec.remove_dir_on_teardown = false;
             // Network and protocol faults act through the proxy (cluster.proxy, default: when one needs it).
-            if crate::runner::faults::needs_proxy(s) {
+            if s.needs_proxy() {
                 spec.proxy = Some(plan.seed);
             }
             if s.cluster.authorizer.is_some() {
@@ -303,7 +303,7 @@ async fn start_cluster(plan: &Plan) -> Result<Cluster, RunError> {
                 ContainersSpec::new(&s.cluster.kafka, s.cluster.brokers, plan.dir.join("cluster"), &plan.run_id);
             spec.image = s.cluster.image.clone();
             spec.broker_config = broker_config(s);
-            if crate::runner::faults::needs_proxy(s) {
+            if s.needs_proxy() {
                 spec.proxy = Some(plan.seed);
             }
             // The reaper is this binary's `reap-containers`: only when running as `sinkhole`.

@@ -18,7 +18,7 @@ use sinkhole_rig::cluster::Cluster;
 use sinkhole_rig::history::{self, JobOutcome};
 use sinkhole_rig::runner::{run_mode, ModeRun};
 use sinkhole_rig::scenario::{
-    ClusterSpec, FaultKind, FaultSpec, JobSpec, NamedTarget, Scenario, Target, TopicSpec, When,
+    Brokers, ClusterSpec, Fault, FaultSpec, JobSpec, NamedTarget, Scenario, Target, TopicSpec, When, Workers,
 };
 use sinkhole_workloads::model::{EventKind, Partitioning, SinkMode};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
@@ -69,19 +69,17 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
         faults: vec![
             FaultSpec {
                 name: Some("kill-0-in-window".into()),
-                kind: FaultKind::KillWorkers,
-                target: Some(Target::Ids(vec![0])),
+                kind: Fault::KillWorkers(Workers { target: Some(Target::Ids(vec![0])) }),
                 when: When::CheckpointPersisted(2),
                 duration_ms: None,
-                ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+                times: None,
             },
             FaultSpec {
                 name: Some("pause-coordinator".into()),
-                kind: FaultKind::BrokerPause,
-                target: Some(Target::Named(NamedTarget::TxnCoordinator)),
+                kind: Fault::BrokerPause(Brokers { target: Target::Named(NamedTarget::TxnCoordinator) }),
                 when: When::AtMs(1_500),
                 duration_ms: Some(1_000),
-                ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+                times: None,
             },
         ],
         schedule: None,

@@ -3,8 +3,8 @@
 //! the window, and every generated fault is a valid scenario fault.
 use std::collections::BTreeSet;
 
+use sinkhole_rig::scenario::schedule::{self, Resolved};
 use sinkhole_rig::scenario::{self, FaultKind, Mix, Scenario, When};
-use sinkhole_rig::schedule::{self, Resolved};
 
 fn scenario_text(mix: &str, brokers: usize, extra_cluster: &str) -> String {
     format!(
@@ -88,7 +88,7 @@ fn the_same_seed_gives_the_same_schedule() {
     revalidate(&s, &a);
     revalidate(&s, &c);
     // `all` interleaves the families.
-    let kinds: BTreeSet<FaultKind> = a.generated_faults().iter().map(|f| f.kind).collect();
+    let kinds: BTreeSet<FaultKind> = a.generated_faults().iter().map(|f| f.kind.kind()).collect();
     assert!(kinds.len() >= 5, "{kinds:?}");
 }
 
@@ -118,7 +118,7 @@ fn every_mix_draws_only_its_kinds_and_validates() {
                 let r = schedule::resolve(&s, seed);
                 assert!(r.generated > 0, "{mix}");
                 for f in r.generated_faults() {
-                    assert!(allowed.contains(&f.kind), "{mix}: {f:?}");
+                    assert!(allowed.contains(&f.kind.kind()), "{mix}: {f:?}");
                 }
                 check_shape(&s, &r);
                 revalidate(&s, &r);
@@ -135,7 +135,7 @@ fn without_the_proxy_all_leaves_out_network_and_protocol() {
     let s = load(&scenario_text("all", 3, "  proxy: false\n"));
     for seed in 0..20 {
         let r = schedule::resolve(&s, seed);
-        assert!(r.generated_faults().iter().all(|f| !scenario::needs_proxy(f.kind)), "{r:?}");
+        assert!(r.generated_faults().iter().all(|f| !f.kind.kind().needs_proxy()), "{r:?}");
         revalidate(&s, &r);
     }
 }

@@ -5,6 +5,9 @@ use super::args::ScheduleArgs;
 use super::{bad, Failure};
 
 pub fn run(a: ScheduleArgs) -> Result<(), Failure> {
-    print!("{}", sinkhole_rig::schedule::schedule_file(&a.file, a.seed, a.json).map_err(|e| bad(anyhow!(e)))?);
+    print!(
+        "{}",
+        sinkhole_rig::scenario::schedule::schedule_file(&a.file, a.seed, a.json).map_err(|e| bad(anyhow!(e)))?
+    );
     Ok(())
 }

@@ -5,7 +5,7 @@ use super::args::ValidateArgs;
 use super::{bad, Failure};
 
 pub fn run(a: ValidateArgs) -> Result<(), Failure> {
-    let (out, ok) = sinkhole_rig::schedule::validate_files(&a.files, a.json);
+    let (out, ok) = sinkhole_rig::scenario::schedule::validate_files(&a.files, a.json);
     print!("{out}");
     if ok {
         Ok(())

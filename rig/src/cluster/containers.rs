@@ -1181,7 +1181,7 @@ const NODE_ACTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// others — not the isolation it means on the local backend.
 pub fn unsupported_fault(f: &crate::scenario::FaultSpec) -> Option<String> {
     use crate::scenario::{FaultKind, Group};
-    if !crate::runner::faults::is_proxy_fault(f.kind) {
+    if !f.kind.kind().needs_proxy() {
         return None;
     }
     let label = f.name.clone().unwrap_or_else(|| f.kind.name().to_string());
@@ -1190,8 +1190,8 @@ pub fn unsupported_fault(f: &crate::scenario::FaultSpec) -> Option<String> {
     if f.kind == FaultKind::NetBlackhole {
         return None;
     }
-    let brokers = |g: &Option<Vec<Group>>| g.iter().flatten().any(|g| matches!(g, Group::Brokers | Group::Broker(_)));
-    if brokers(&f.from) && brokers(&f.to) {
+    let brokers = |g: Option<&[Group]>| g.into_iter().flatten().any(|g| matches!(g, Group::Brokers | Group::Broker(_)));
+    if brokers(f.kind.from()) && brokers(f.kind.to()) {
         return Some(format!(
             "fault {label}: {} between broker groups needs broker↔broker traffic through the proxy, and on the \
              containers backend the proxy carries only client↔broker traffic (brokers talk over the run's \
@@ -1379,7 +1379,8 @@ mod tests {
         assert_eq!(unsupported_fault(&bh), None);
         let w2b = f(serde_json::json!({"kind": "net-partition", "when": at, "from": ["workers"], "to": ["broker-1"]}));
         assert_eq!(unsupported_fault(&w2b), None);
-        let delay = f(serde_json::json!({"kind": "net-delay", "when": at, "delay_ms": 100}));
+        let delay = f(serde_json::json!({"kind": "net-delay", "when": at, "from": ["workers"], "to": ["brokers"],
+                                         "delay_ms": 100}));
         assert_eq!(unsupported_fault(&delay), None);
         let drop = f(serde_json::json!({"kind": "protocol-drop", "when": at, "apis": ["EndTxn"]}));
         assert_eq!(unsupported_fault(&drop), None);

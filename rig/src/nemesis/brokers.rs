@@ -424,7 +424,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
             self.queue.push_back(ClusterJob::Rolling { fault: f, trigger: due.trigger, due: due.at });
             return self.pump();
         }
-        let aim = match self.broker_aim(&spec.target, Some(&due.trigger)).await {
+        let aim = match self.broker_aim(&spec.kind.target().cloned(), Some(&due.trigger)).await {
             Ok(a) => a,
             Err(e) => return self.fault_failed(f, due.trigger, e),
         };
@@ -432,7 +432,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
             fault: f,
             trigger: due.trigger,
             due: due.at,
-            kind: spec.kind,
+            kind: spec.kind.kind(),
             duration: spec.duration_ms,
             aim,
             hold: due.hold,

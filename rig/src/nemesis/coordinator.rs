@@ -38,17 +38,17 @@ impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
             }
             return Ok(());
         }
-        let subtasks = match super::targets::worker_targets(&spec.target, self.subject.workers()) {
+        let subtasks = match super::targets::worker_targets(&spec.kind.target().cloned(), self.subject.workers()) {
             Ok(t) => t,
             Err(e) => return self.fault_failed(f, due.trigger, e),
         };
         // The checkpoint acted on: the one named, else the trigger's, else
         // the next one (for a decline: the next triggered, resolved by the job).
-        let checkpoint = spec.checkpoint.or(due.checkpoint);
-        let hook = match spec.kind {
+        let checkpoint = spec.kind.checkpoint().or(due.checkpoint);
+        let hook = match spec.kind.kind() {
             FaultKind::DropNotification => Hook::DropNotification { checkpoint, subtasks: subtasks.clone() },
             FaultKind::DelayNotification => {
-                let Some(delay_ms) = spec.delay_ms else {
+                let Some(delay_ms) = spec.kind.delay_ms() else {
                     return self.fault_failed(f, due.trigger, "delay-notification needs delay_ms".into());
                 };
                 Hook::DelayNotification { checkpoint, subtasks: subtasks.clone(), delay_ms }
@@ -63,7 +63,7 @@ impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
             Some(c) => ArmedFor::Checkpoint(c),
             None => ArmedFor::Next("the next notification".into()),
         };
-        let delay_ms = (spec.kind == FaultKind::DelayNotification).then(|| spec.delay_ms.unwrap_or(0));
+        let delay_ms = (spec.kind == FaultKind::DelayNotification).then(|| spec.kind.delay_ms().unwrap_or(0));
         let start = ArmedStart { trigger: due.trigger, armed_for_checkpoint: armed_for, subtasks, delay_ms };
         // Confirmed only once it acted (a notification withheld or late, a checkpoint aborted).
         self.fault_started(f, false, Start::Armed(start))?;
@@ -95,7 +95,7 @@ impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
                 let all = late.iter().all(|(_, sent, _)| *sent);
                 let end = DelayedEnd {
                     checkpoint,
-                    delay_ms: self.spec(f).delay_ms.unwrap_or(0),
+                    delay_ms: self.spec(f).kind.delay_ms().unwrap_or(0),
                     late_notifications: late
                         .into_iter()
                         .map(|(subtask, sent, why_not)| LateNotification { subtask, sent, why_not })

@@ -316,7 +316,8 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
             // workers are up: signalling nobody would prove nothing, and the
             // fault would come out unconfirmed by bad luck of timing.
             let up = self.up;
-            let waits = |spec: &FaultSpec| !up && matches!(spec.kind, FaultKind::KillWorkers | FaultKind::PauseWorkers);
+            let waits =
+                |spec: &FaultSpec| !up && matches!(spec.kind.kind(), FaultKind::KillWorkers | FaultKind::PauseWorkers);
             let specs: Vec<FaultSpec> = self.slots.iter().map(|s| s.spec.clone()).collect();
             let fired: Vec<bool> = self.slots.iter().map(Slot::fired).collect();
             for f in triggers::due_at(&specs, &fired, elapsed) {
@@ -390,7 +391,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
     /// Fires fault `f`.
     async fn fire(&mut self, f: usize, mut due: Due) -> anyhow::Result<()> {
         self.slots[f].count += 1;
-        let kind = self.spec(f).kind;
+        let kind = self.spec(f).kind.kind();
         if !matches!(
             kind,
             FaultKind::BrokerKill
@@ -412,7 +413,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
             | FaultKind::DelayNotification
             | FaultKind::DeclineCheckpoint
             | FaultKind::CoordinatorCrash => self.fire_coordinator(f, due).await,
-            k if crate::runner::faults::is_proxy_fault(k) => self.fire_network(f, due).await,
+            k if k.needs_proxy() => self.fire_network(f, due).await,
             other => self.fault_failed(f, due.trigger, format!("{} is not implemented", other.name())),
         }
     }
@@ -533,7 +534,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
                     | FaultKind::RollingRestart
             )
         };
-        if self.slots.iter().any(|s| s.fired() && broker_fault(s.spec.kind)) {
+        if self.slots.iter().any(|s| s.fired() && broker_fault(s.spec.kind.kind())) {
             let cluster = self.cluster.as_deref_mut().expect("no cluster action in flight");
             if let Err(e) = cluster.wait_ready().await {
                 self.history

@@ -23,7 +23,7 @@ impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
         // means that checkpoint's transaction — the one being committed, not
         // the one open beside it; other triggers mean the subtask's open
         // transaction.
-        let tid = match &spec.transactional_id {
+        let tid = match &spec.kind.transactional_id().cloned() {
             None => None,
             Some(TidSelector::Literal(t)) => Some(t.clone()),
             Some(TidSelector::Subtask { subtask }) if *subtask < self.subject.workers() => {
@@ -41,7 +41,7 @@ impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
             return self.install_rule(f, due.trigger, tid, &[], None);
         }
         // The id a role names is the one open now.
-        let aim = match self.broker_aim(&spec.target, None).await {
+        let aim = match self.broker_aim(&spec.kind.target().cloned(), None).await {
             Ok(a) => a,
             Err(e) => return self.fault_failed(f, due.trigger, e),
         };

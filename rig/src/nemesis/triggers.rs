@@ -133,10 +133,20 @@ pub fn event_trigger(event: &JobEvent) -> Trigger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::FaultKind;
+    use crate::scenario::{Brokers, Fault, FaultKind, NamedTarget, Outage, Target, Workers};
 
+    /// A fault of a kind these trigger tests use, with the least it needs.
     fn spec(kind: FaultKind, when: When) -> FaultSpec {
-        FaultSpec::new(kind, when)
+        let all = || Brokers { target: Target::Named(NamedTarget::All) };
+        let fault = match kind {
+            FaultKind::KillWorkers => Fault::KillWorkers(Workers::default()),
+            FaultKind::PauseWorkers => Fault::PauseWorkers(Workers::default()),
+            FaultKind::JobOutage => Fault::JobOutage(Outage::default()),
+            FaultKind::BrokerKill => Fault::BrokerKill(all()),
+            FaultKind::BrokerRestart => Fault::BrokerRestart(all()),
+            other => panic!("no plain {other:?} here"),
+        };
+        FaultSpec::new(fault, when)
     }
 
     #[test]

@@ -24,13 +24,13 @@ impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
         let targets = if spec.kind == FaultKind::JobOutage {
             Ok((0..self.subject.workers()).collect())
         } else {
-            super::targets::worker_targets(&spec.target, self.subject.workers())
+            super::targets::worker_targets(&spec.kind.target().cloned(), self.subject.workers())
         };
         let targets = match targets {
             Ok(t) => t,
             Err(e) => return self.fault_failed(f, due.trigger, e),
         };
-        match spec.kind {
+        match spec.kind.kind() {
             FaultKind::KillWorkers => {
                 let hits = self.subject.signal(targets, Signal::SIGKILL, name).await;
                 let start =

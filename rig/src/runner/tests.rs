@@ -23,7 +23,10 @@ use tokio::task::JoinHandle;
 use super::faults::{Brokers, NoBrokers};
 use crate::cluster::local::{NodeAction, NodeEffect};
 use crate::history::{self, JobOutcome, ModeOutcome};
-use crate::scenario::{FaultKind, FaultSpec, JobSpec, Target, When};
+use crate::scenario::{
+    Brokers as Nodes, Fault, FaultSpec, JobSpec, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling,
+    Target, When, Workers,
+};
 use crate::subject::rig_job::checkpoints::CheckpointStore;
 use crate::subject::rig_job::{JobConfig, LaunchSpec, Launcher};
 
@@ -579,11 +582,10 @@ async fn unsupported_ends_the_job_at_once_with_the_exact_error() {
 async fn a_kill_between_persist_and_notify_skips_the_notification_and_restores_the_committables() {
     let faults = vec![FaultSpec {
         name: Some("crash in the window".into()),
-        kind: FaultKind::KillWorkers,
-        target: Some(Target::Ids(vec![0])),
+        kind: Fault::KillWorkers(Workers { target: Some(Target::Ids(vec![0])) }),
         when: When::CheckpointPersisted(2),
         duration_ms: None,
-        ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+        times: None,
     }];
     let r = run("window", job(2, 400), Behavior { drop_restored: true, ..Behavior::default() }, faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
@@ -614,19 +616,17 @@ async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() 
     let faults = vec![
         FaultSpec {
             name: None,
-            kind: FaultKind::PauseWorkers,
-            target: Some(Target::Ids(vec![1])),
+            kind: Fault::PauseWorkers(Workers { target: Some(Target::Ids(vec![1])) }),
             when: When::AtMs(40),
             duration_ms: Some(400),
-            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+            times: None,
         },
         FaultSpec {
             name: None,
-            kind: FaultKind::KillWorkers,
-            target: None,
+            kind: Fault::KillWorkers(Workers { target: None }),
             when: When::AtMs(600_000),
             duration_ms: None,
-            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+            times: None,
         },
     ];
     let r = run("pause", j, Behavior { step: 5, ..Behavior::default() }, faults).await;
@@ -655,11 +655,10 @@ async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() 
 async fn a_job_outage_keeps_the_job_down_for_its_duration() {
     let faults = vec![FaultSpec {
         name: Some("outage".into()),
-        kind: FaultKind::JobOutage,
-        target: None,
+        kind: Fault::JobOutage(Outage { target: None }),
         when: When::CheckpointPersisted(1),
         duration_ms: Some(250),
-        ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+        times: None,
     }];
     let r = run("outage", job(2, 300), Behavior::default(), faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
@@ -759,27 +758,24 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
     let faults = vec![
         FaultSpec {
             name: Some("restart".into()),
-            kind: FaultKind::BrokerRestart,
-            target: Some(Target::Named(crate::scenario::NamedTarget::TxnCoordinator)),
+            kind: Fault::BrokerRestart(Nodes { target: Target::Named(crate::scenario::NamedTarget::TxnCoordinator) }),
             when: When::AtMs(150),
             duration_ms: None,
-            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+            times: None,
         },
         FaultSpec {
             name: Some("kill-2".into()),
-            kind: FaultKind::BrokerKill,
-            target: Some(Target::Ids(vec![2])),
+            kind: Fault::BrokerKill(Nodes { target: Target::Ids(vec![2]) }),
             when: When::CheckpointPersisted(1),
             duration_ms: Some(100),
-            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+            times: None,
         },
         FaultSpec {
             name: Some("pause-coordinator-of-1".into()),
-            kind: FaultKind::BrokerPause,
-            target: Some(Target::Coordinator { txn_coordinator: 1 }),
+            kind: Fault::BrokerPause(Nodes { target: Target::Coordinator { txn_coordinator: 1 } }),
             when: When::AtMs(160),
             duration_ms: None,
-            ..FaultSpec::new(FaultKind::KillWorkers, When::AtMs(0))
+            times: None,
         },
     ];
     let mut brokers = FakeBrokers::default();
@@ -837,7 +833,7 @@ fn run_mode_is_send(run: super::ModeRun<'static>) {
     is_send(&super::run_mode(run));
 }
 
-fn fault(name: &str, kind: FaultKind, when: When) -> FaultSpec {
+fn fault(name: &str, kind: Fault, when: When) -> FaultSpec {
     FaultSpec { name: Some(name.into()), ..FaultSpec::new(kind, when) }
 }
 
@@ -850,8 +846,9 @@ fn committed_at(r: &Ran, subtask: u32, tid: &str) -> Option<usize> {
 
 #[tokio::test]
 async fn a_dropped_notification_is_covered_by_the_next_one() {
-    let mut f = fault("drop", FaultKind::DropNotification, When::CheckpointPersisted(2));
-    f.target = Some(Target::Ids(vec![1]));
+    let target = Some(Target::Ids(vec![1]));
+    let f =
+        fault("drop", Fault::DropNotification(Notification { target, checkpoint: None }), When::CheckpointPersisted(2));
     let r = run("dropnote", job(2, 600), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
     let rec = &r.faults[0];
@@ -874,10 +871,8 @@ async fn a_dropped_notification_is_covered_by_the_next_one() {
 
 #[tokio::test]
 async fn a_delayed_notification_arrives_late_while_the_job_goes_on() {
-    let mut f = fault("late", FaultKind::DelayNotification, When::AtMs(0));
-    f.target = Some(Target::Ids(vec![0]));
-    f.checkpoint = Some(2);
-    f.delay_ms = Some(200);
+    let late = NotificationDelay { target: Some(Target::Ids(vec![0])), checkpoint: Some(2), delay_ms: 200 };
+    let f = fault("late", Fault::DelayNotification(late), When::AtMs(0));
     let r = run("delaynote", job(2, 900), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
     let rec = &r.faults[0];
@@ -906,7 +901,7 @@ async fn a_delayed_notification_arrives_late_while_the_job_goes_on() {
 
 #[tokio::test]
 async fn a_coordinator_crash_after_persist_restores_and_commits_the_unnotified_checkpoint() {
-    let f = fault("crash", FaultKind::CoordinatorCrash, When::CheckpointPersisted(2));
+    let f = fault("crash", Fault::CoordinatorCrash(NoParams {}), When::CheckpointPersisted(2));
     let r = run("crash", job(2, 500), Behavior::default(), vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
     let rec = &r.faults[0];
@@ -933,9 +928,8 @@ async fn a_coordinator_crash_after_persist_restores_and_commits_the_unnotified_c
 
 #[tokio::test]
 async fn a_declined_checkpoint_is_aborted_and_the_next_one_carries_its_committables() {
-    let mut f = fault("decline", FaultKind::DeclineCheckpoint, When::AtMs(0));
-    f.target = Some(Target::Ids(vec![1]));
-    f.checkpoint = Some(2);
+    let decline = Notification { target: Some(Target::Ids(vec![1])), checkpoint: Some(2) };
+    let f = fault("decline", Fault::DeclineCheckpoint(decline), When::AtMs(0));
     let r = run("decline", job(2, 600), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
     let rec = &r.faults[0];
@@ -997,10 +991,10 @@ async fn max_concurrent_checkpoints_lets_checkpoints_overlap() {
 
 #[tokio::test]
 async fn every_ms_repeats_a_fault_and_records_each_firing() {
-    let mut f = fault("pauses", FaultKind::PauseWorkers, When::EveryMs(60));
+    let target = Some(Target::Ids(vec![0]));
+    let mut f = fault("pauses", Fault::PauseWorkers(Workers { target }), When::EveryMs(60));
     f.times = Some(3);
     f.duration_ms = Some(20);
-    f.target = Some(Target::Ids(vec![0]));
     let r = run("every", job(2, 1_500), Behavior { step: 5, ..Behavior::default() }, vec![f]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
     let rec = &r.faults[0];
@@ -1017,13 +1011,11 @@ async fn every_ms_repeats_a_fault_and_records_each_firing() {
 
 #[tokio::test]
 async fn worker_event_triggers_fire_at_the_commit_or_transaction_they_name() {
-    let mut kill = fault("kill-at-commit", FaultKind::KillWorkers, When::CommitStarted(2));
-    kill.target = Some(Target::Ids(vec![0]));
+    let target = Some(Target::Ids(vec![0]));
+    let kill = fault("kill-at-commit", Fault::KillWorkers(Workers { target }), When::CommitStarted(2));
     let decline = {
-        let mut d =
-            fault("decline-at-open", FaultKind::DeclineCheckpoint, When::TxnOpened { subtask: 1, checkpoint: Some(5) });
-        d.target = Some(Target::Ids(vec![1]));
-        d
+        let d = Fault::DeclineCheckpoint(Notification { target: Some(Target::Ids(vec![1])), checkpoint: None });
+        fault("decline-at-open", d, When::TxnOpened { subtask: 1, checkpoint: Some(5) })
     };
     let r = run("events", job(2, 900), Behavior { step: 5, ..Behavior::default() }, vec![kill, decline]).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
@@ -1045,15 +1037,18 @@ async fn worker_event_triggers_fire_at_the_commit_or_transaction_they_name() {
 
 #[tokio::test]
 async fn role_targets_are_looked_up_when_the_fault_fires_and_the_rolling_restart_goes_controller_last() {
-    let mut stop = fault("stop-controller", FaultKind::BrokerStop, When::AtMs(50));
-    stop.target = Some(Target::Named(crate::scenario::NamedTarget::Controller));
+    let controller = Nodes { target: Target::Named(crate::scenario::NamedTarget::Controller) };
+    let mut stop = fault("stop-controller", Fault::BrokerStop(controller), When::AtMs(50));
     stop.duration_ms = Some(50);
-    let mut leader = fault("restart-leader", FaultKind::BrokerRestart, When::CheckpointPersisted(2));
-    leader.target = Some(Target::Leader { leader: 2 });
-    let rolling = fault("rolling", FaultKind::RollingRestart, When::AtMs(400));
-    let mut no_proxy = fault("cut", FaultKind::NetPartition, When::AtMs(10));
-    no_proxy.from = Some(vec![crate::scenario::Group::Workers]);
-    no_proxy.to = Some(vec![crate::scenario::Group::Brokers]);
+    let leader = Nodes { target: Target::Leader { leader: 2 } };
+    let leader = fault("restart-leader", Fault::BrokerRestart(leader), When::CheckpointPersisted(2));
+    let rolling = fault("rolling", Fault::RollingRestart(Rolling::default()), When::AtMs(400));
+    let cut = Partition {
+        from: vec![crate::scenario::Group::Workers],
+        to: vec![crate::scenario::Group::Brokers],
+        direction: None,
+    };
+    let no_proxy = fault("cut", Fault::NetPartition(cut), When::AtMs(10));
     let mut brokers = FakeBrokers::default();
     let r = run_with(
         "roles",
@@ -1098,17 +1093,14 @@ fn mono(r: &Ran, f: impl Fn(&EventKind) -> bool) -> u64 {
 /// restart, and the time-triggered faults meanwhile fire on time.
 #[tokio::test]
 async fn an_event_triggered_restart_holds_only_its_window_and_the_other_faults_fire_on_time() {
+    let ids = |n: i64| Some(Target::Ids(vec![n]));
     let faults = vec![
+        fault("restart", Fault::BrokerRestart(Nodes { target: Target::Ids(vec![3]) }), When::CheckpointPersisted(2)),
         FaultSpec {
-            target: Some(Target::Ids(vec![3])),
-            ..fault("restart", FaultKind::BrokerRestart, When::CheckpointPersisted(2))
-        },
-        FaultSpec {
-            target: Some(Target::Ids(vec![1])),
             duration_ms: Some(100),
-            ..fault("pause", FaultKind::PauseWorkers, When::AtMs(600))
+            ..fault("pause", Fault::PauseWorkers(Workers { target: ids(1) }), When::AtMs(600))
         },
-        FaultSpec { target: Some(Target::Ids(vec![0])), ..fault("kill", FaultKind::KillWorkers, When::AtMs(1_000)) },
+        fault("kill", Fault::KillWorkers(Workers { target: ids(0) }), When::AtMs(1_000)),
     ];
     let mut brokers = FakeBrokers { slow: Some((300, 1_500)), ..FakeBrokers::default() };
     let r =
@@ -1152,11 +1144,10 @@ async fn an_event_triggered_restart_holds_only_its_window_and_the_other_faults_f
 #[tokio::test]
 async fn a_fault_that_had_to_wait_for_the_cluster_is_late_and_the_verdict_inconclusive() {
     let faults = vec![
-        FaultSpec { target: Some(Target::Ids(vec![3])), ..fault("restart", FaultKind::BrokerRestart, When::AtMs(100)) },
+        fault("restart", Fault::BrokerRestart(Nodes { target: Target::Ids(vec![3]) }), When::AtMs(100)),
         FaultSpec {
-            target: Some(Target::Ids(vec![2])),
             duration_ms: Some(50),
-            ..fault("kill-2", FaultKind::BrokerKill, When::AtMs(200))
+            ..fault("kill-2", Fault::BrokerKill(Nodes { target: Target::Ids(vec![2]) }), When::AtMs(200))
         },
     ];
     let mut brokers = FakeBrokers { slow: Some((300, 1_500)), ..FakeBrokers::default() };

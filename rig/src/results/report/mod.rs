@@ -435,8 +435,10 @@ fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
         if !s.faults.is_empty() {
             h.push_str("<h3>faults</h3>\n<table><tr><th>name</th><th>kind</th><th>target</th><th>when</th><th>duration</th></tr>\n");
             for (i, f) in s.faults.iter().enumerate() {
-                let kind =
-                    serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                let kind = serde_json::to_value(f.kind.kind())
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default();
                 let name = f.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
                 let _ = writeln!(
                     h,
@@ -444,8 +446,8 @@ fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
                     esc(&name),
                     esc(&kind),
                     esc(&f
-                        .target
-                        .as_ref()
+                        .kind
+                        .target()
                         .map(|t| compact(&serde_json::to_value(t).unwrap_or_default()))
                         .unwrap_or_else(|| "default".into())),
                     esc(&compact(&serde_json::to_value(f.when).unwrap_or_default())),

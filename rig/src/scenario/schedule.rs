@@ -15,7 +15,7 @@
 //! to change between releases — a schedule replayed from a seed in a bug
 //! report must not change under a `cargo update`.
 //!
-//! [`write`] stores the resolved list as `schedule.json` in the run
+//! [`write()`] stores the resolved list as `schedule.json` in the run
 //! directory, in the scenario's YAML field names.
 use std::path::{Path, PathBuf};
 
@@ -23,8 +23,9 @@ use serde::{Deserialize, Serialize};
 pub use sinkhole_faults::rng::SplitMix64;
 
 use crate::scenario::{
-    ErrorName, FaultKind, FaultSpec, FrameDirection, Group, Mix, NamedTarget, NetDirection, RandomSchedule, Scenario,
-    Target, TidSelector, When,
+    Brokers, Delay, ErrorName, Family, Fault, FaultKind, FaultSpec, FrameDirection, Frames, FramesDelay, FramesError,
+    Group, Link, Loss, Mix, NamedTarget, NetDirection, Notification, NotificationDelay, Partition, RandomSchedule,
+    Scenario, Target, TidSelector, When, Workers,
 };
 
 /// A run's fault list: the scenario's explicit faults, then the generated ones.
@@ -59,20 +60,13 @@ impl Resolved {
 }
 
 /// The fault families a mix draws from, given what the cluster can run
-/// (network and protocol faults need the proxy).
+/// (families whose kinds act through the proxy need it).
 pub fn families(mix: Mix, proxy_allowed: bool) -> Vec<Mix> {
-    match mix {
-        Mix::None => vec![],
-        Mix::All => {
-            let mut v = vec![Mix::Workers, Mix::Brokers];
-            if proxy_allowed {
-                v.extend([Mix::Network, Mix::Protocol]);
-            }
-            v.push(Mix::Coordinator);
-            v
-        }
-        Mix::Network | Mix::Protocol if !proxy_allowed => vec![],
-        m => vec![m],
+    let runs = |f: Family| proxy_allowed || !f.needs_proxy();
+    match (mix, mix.family()) {
+        (Mix::All, _) => Family::ALL.into_iter().filter(|f| runs(*f)).map(Mix::from).collect(),
+        (_, Some(f)) if runs(f) => vec![mix],
+        _ => vec![],
     }
 }
 
@@ -97,6 +91,14 @@ const PROTOCOL_APIS: [(&str, &[&str]); 5] = [
     ),
     ("FindCoordinator", &["COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"]),
 ];
+
+/// The kinds each family's draws pick from, in the order a seed replays.
+const BROKER_KINDS: [FaultKind; 3] = [FaultKind::BrokerKill, FaultKind::BrokerPause, FaultKind::BrokerRestart];
+const NETWORK_KINDS: [FaultKind; 4] =
+    [FaultKind::NetPartition, FaultKind::NetDelay, FaultKind::NetLoss, FaultKind::NetReset];
+const PROTOCOL_KINDS: [FaultKind; 3] = [FaultKind::ProtocolDrop, FaultKind::ProtocolDelay, FaultKind::ProtocolError];
+const COORDINATOR_KINDS: [FaultKind; 3] =
+    [FaultKind::DropNotification, FaultKind::DelayNotification, FaultKind::DeclineCheckpoint];
 
 /// Frame delays of network faults, ms: small enough not to trip request
 /// timeouts on their own, large enough to reorder against checkpoints.
@@ -130,22 +132,40 @@ fn generate(s: &Scenario, r: &RandomSchedule, seed: u64) -> (Vec<FaultSpec>, Vec
     let [qlo, qhi] = sorted(r.quiet_ms);
     let [dlo, dhi] = sorted(r.duration_ms);
     // Not always at start_ms: the first fault lands somewhere in one quiet period.
-    let mut t = r.start_ms + rng.between(0, qlo);
-    loop {
+    let Some(mut t) = r.start_ms.checked_add(rng.between(0, qlo)) else { return (out, spans) };
+    // Validation keeps every window far from both ends (MAX_SCHEDULE_MS,
+    // MAX_GENERATED); for any other input the loop still ends: every fault
+    // takes at least 1 ms, nothing wraps, and the count is capped.
+    while out.len() < MAX_GENERATED {
         let fam = *rng.pick(&fams);
         let dur = rng.between(dlo.max(1), dhi.max(1));
         let (mut f, busy) = draw(s, fam, dur, &mut rng);
-        let end = t.saturating_add(busy);
-        if end > r.end_ms {
-            break;
-        }
+        let Some(end) = t.checked_add(busy).filter(|end| *end <= r.end_ms) else { break };
         f.when = When::AtMs(t);
         f.name = Some(format!("random-{}-{}", out.len() + 1, f.kind.name()));
         out.push(f);
         spans.push([t, end]);
-        t = end.saturating_add(rng.between(qlo, qhi));
+        let Some(next) = end.checked_add(rng.between(qlo, qhi)) else { break };
+        t = next;
     }
     (out, spans)
+}
+
+/// The longest job time a random schedule's values may name: a week, far
+/// beyond any run and far from where u64 milliseconds overflow.
+pub const MAX_SCHEDULE_MS: u64 = 7 * 24 * 3_600_000;
+
+/// The most faults one schedule generates (validation refuses a schedule
+/// that could draw more).
+pub const MAX_GENERATED: usize = 100_000;
+
+/// The most faults `r` could draw: each takes at least its minimum duration
+/// (≥ 1 ms) and the minimum quiet period.
+pub fn most_faults(r: &RandomSchedule) -> u64 {
+    let [qlo, _] = sorted(r.quiet_ms);
+    let [dlo, _] = sorted(r.duration_ms);
+    let step = dlo.max(1).saturating_add(qlo);
+    r.end_ms.saturating_sub(r.start_ms) / step + 1
 }
 
 fn sorted([a, b]: [u64; 2]) -> [u64; 2] {
@@ -153,6 +173,10 @@ fn sorted([a, b]: [u64; 2]) -> [u64; 2] {
 }
 
 /// One fault of a family lasting about `dur` ms, and the time it occupies.
+///
+/// Each family draws from a list of its kinds written here, not from the
+/// table's order: the lists and the order of the draws are part of what a
+/// seed replays (a test checks every listed kind is of its family).
 fn draw(s: &Scenario, fam: Mix, dur: u64, rng: &mut SplitMix64) -> (FaultSpec, u64) {
     let p = s.job.parallelism.max(1);
     let brokers = s.cluster.brokers.max(1) as i32;
@@ -162,39 +186,44 @@ fn draw(s: &Scenario, fam: Mix, dur: u64, rng: &mut SplitMix64) -> (FaultSpec, u
     match fam {
         Mix::Workers => {
             if rng.chance(1, 2) {
-                let mut f = FaultSpec::new(FaultKind::KillWorkers, at);
-                f.target = Some(if rng.chance(1, 4) {
+                let target = Some(if rng.chance(1, 4) {
                     Target::Named(NamedTarget::All)
                 } else {
                     Target::Ids(vec![subtask(rng)])
                 });
+                let f = FaultSpec::new(Fault::KillWorkers(Workers { target }), at);
                 // The job is down for restart_delay_ms and then restores.
                 (f, dur.max(s.job.restart_delay_ms))
             } else {
-                let mut f = FaultSpec::new(FaultKind::PauseWorkers, at);
-                f.target = Some(Target::Ids(vec![subtask(rng)]));
+                let target = Some(Target::Ids(vec![subtask(rng)]));
+                let mut f = FaultSpec::new(Fault::PauseWorkers(Workers { target }), at);
                 f.duration_ms = Some(dur);
                 (f, dur)
             }
         }
         Mix::Brokers => {
-            let kind = *rng.pick(&[FaultKind::BrokerKill, FaultKind::BrokerPause, FaultKind::BrokerRestart]);
-            let mut f = FaultSpec::new(kind, at);
-            f.target = Some(match rng.below(3) {
+            let kind = *rng.pick(&BROKER_KINDS);
+            let target = match rng.below(3) {
                 0 => Target::Ids(vec![i64::from(broker(rng))]),
                 1 => Target::Named(NamedTarget::TxnCoordinator),
                 _ => Target::Leader { leader: rng.below(u64::from(s.topic.partitions.max(1))) as u32 },
-            });
+            };
+            let b = Brokers { target };
+            let mut f = FaultSpec::new(
+                match kind {
+                    FaultKind::BrokerKill => Fault::BrokerKill(b),
+                    FaultKind::BrokerPause => Fault::BrokerPause(b),
+                    _ => Fault::BrokerRestart(b),
+                },
+                at,
+            );
             if kind != FaultKind::BrokerRestart {
                 f.duration_ms = Some(dur);
             }
             (f, dur)
         }
         Mix::Network => {
-            let kind =
-                *rng.pick(&[FaultKind::NetPartition, FaultKind::NetDelay, FaultKind::NetLoss, FaultKind::NetReset]);
-            let mut f = FaultSpec::new(kind, at);
-            f.duration_ms = Some(dur);
+            let kind = *rng.pick(&NETWORK_KINDS);
             // Workers against one broker, or (3+ nodes) one broker against another.
             let (from, to) = if brokers >= 3 && kind == FaultKind::NetPartition && rng.chance(1, 3) {
                 let a = broker(rng);
@@ -205,60 +234,87 @@ fn draw(s: &Scenario, fam: Mix, dur: u64, rng: &mut SplitMix64) -> (FaultSpec, u
             } else {
                 (vec![Group::Workers], vec![Group::Broker(broker(rng))])
             };
-            f.from = Some(from);
-            f.to = Some(to);
-            match kind {
-                FaultKind::NetPartition if rng.chance(1, 4) => f.direction = Some(NetDirection::OneWay),
+            let fault = match kind {
+                FaultKind::NetPartition => {
+                    let direction = rng.chance(1, 4).then_some(NetDirection::OneWay);
+                    Fault::NetPartition(Partition { from, to, direction })
+                }
                 FaultKind::NetDelay => {
                     let d = *rng.pick(&NET_DELAYS_MS);
-                    f.delay_ms = Some(d);
-                    f.jitter_ms = Some(d / 4);
+                    Fault::NetDelay(Delay { from, to, delay_ms: d, jitter_ms: Some(d / 4) })
                 }
-                FaultKind::NetLoss => f.probability = Some(*rng.pick(&LOSS_PROBABILITIES)),
-                _ => {}
-            }
+                FaultKind::NetLoss => Fault::NetLoss(Loss { from, to, probability: *rng.pick(&LOSS_PROBABILITIES) }),
+                _ => Fault::NetReset(Link { from, to }),
+            };
+            let mut f = FaultSpec::new(fault, at);
+            f.duration_ms = Some(dur);
             (f, dur)
         }
         Mix::Protocol => {
-            let kind = *rng.pick(&[FaultKind::ProtocolDrop, FaultKind::ProtocolDelay, FaultKind::ProtocolError]);
+            let kind = *rng.pick(&PROTOCOL_KINDS);
             let (api, errors) = *rng.pick(&PROTOCOL_APIS);
-            let mut f = FaultSpec::new(kind, at);
-            f.duration_ms = Some(dur);
-            f.apis = Some(vec![api.to_string()]);
-            match kind {
+            let apis = vec![api.to_string()];
+            let (frames, delay_ms, error) = match kind {
                 // A lost response: the broker did it, the client never heard.
                 FaultKind::ProtocolDrop => {
-                    f.frames = Some(if rng.chance(1, 3) { FrameDirection::Response } else { FrameDirection::Request })
+                    (Some(if rng.chance(1, 3) { FrameDirection::Response } else { FrameDirection::Request }), 0, None)
                 }
-                FaultKind::ProtocolDelay => {
-                    let d = *rng.pick(&PROTOCOL_DELAYS_MS);
-                    f.delay_ms = Some(d);
-                    f.jitter_ms = Some(d / 5);
-                }
-                _ => {
-                    f.frames = Some(FrameDirection::Request);
-                    f.error = Some(ErrorName::Name(rng.pick(errors).to_string()));
-                }
-            }
+                FaultKind::ProtocolDelay => (None, *rng.pick(&PROTOCOL_DELAYS_MS), None),
+                _ => (Some(FrameDirection::Request), 0, Some(ErrorName::Name(rng.pick(errors).to_string()))),
+            };
             // One subtask's transactions only, sometimes (APIs that carry an id).
-            if matches!(api, "EndTxn" | "AddPartitionsToTxn" | "InitProducerId") && rng.chance(1, 3) {
-                f.transactional_id = Some(TidSelector::Subtask { subtask: rng.below(u64::from(p)) as u32 });
-            }
+            let transactional_id = (matches!(api, "EndTxn" | "AddPartitionsToTxn" | "InitProducerId")
+                && rng.chance(1, 3))
+            .then(|| TidSelector::Subtask { subtask: rng.below(u64::from(p)) as u32 });
+            let fault = match (kind, error) {
+                (FaultKind::ProtocolDrop, _) => Fault::ProtocolDrop(Frames {
+                    from: None,
+                    to: None,
+                    probability: None,
+                    apis,
+                    frames,
+                    transactional_id,
+                    nth: None,
+                }),
+                (FaultKind::ProtocolDelay, _) => Fault::ProtocolDelay(FramesDelay {
+                    from: None,
+                    to: None,
+                    delay_ms,
+                    jitter_ms: Some(delay_ms / 5),
+                    probability: None,
+                    apis,
+                    frames,
+                    transactional_id,
+                    nth: None,
+                }),
+                (_, error) => Fault::ProtocolError(FramesError {
+                    from: None,
+                    to: None,
+                    probability: None,
+                    apis,
+                    frames,
+                    error: error.expect("drawn with the kind"),
+                    transactional_id,
+                    nth: None,
+                }),
+            };
+            let mut f = FaultSpec::new(fault, at);
+            f.duration_ms = Some(dur);
             (f, dur)
         }
         // Coordinator and anything else: the checkpoint coordinator's messages.
         _ => {
-            let kind =
-                *rng.pick(&[FaultKind::DropNotification, FaultKind::DelayNotification, FaultKind::DeclineCheckpoint]);
-            let mut f = FaultSpec::new(kind, at);
-            if p > 1 && rng.chance(1, 2) {
-                f.target = Some(Target::Ids(vec![subtask(rng)]));
-            }
-            if kind == FaultKind::DelayNotification {
-                f.delay_ms = Some(dur);
-            }
+            let kind = *rng.pick(&COORDINATOR_KINDS);
+            let target = (p > 1 && rng.chance(1, 2)).then(|| Target::Ids(vec![subtask(rng)]));
+            let fault = match kind {
+                FaultKind::DropNotification => Fault::DropNotification(Notification { target, checkpoint: None }),
+                FaultKind::DelayNotification => {
+                    Fault::DelayNotification(NotificationDelay { target, delay_ms: dur, checkpoint: None })
+                }
+                _ => Fault::DeclineCheckpoint(Notification { target, checkpoint: None }),
+            };
             // It acts on the next checkpoint: leave it an interval to happen in.
-            (f, dur.max(s.job.checkpoint_interval_ms))
+            (FaultSpec::new(fault, at), dur.max(s.job.checkpoint_interval_ms))
         }
     }
 }
@@ -336,7 +392,7 @@ pub fn render(r: &Resolved) -> String {
 
 fn line(i: usize, f: &FaultSpec) -> String {
     let name = f.name.clone().unwrap_or_else(|| format!("{}-{i}", f.kind.name()));
-    let target = match &f.target {
+    let target = match f.kind.target() {
         Some(t) => json_text(&serde_json::to_value(t).unwrap_or_default()),
         None => "-".to_string(),
     };
@@ -369,17 +425,7 @@ fn line(i: usize, f: &FaultSpec) -> String {
 // ---------------------------------------------------------------------------
 // The command line: `sinkhole validate` and `sinkhole schedule`
 
-/// The source line of a problem with a caret under its column, like rustc's
-/// excerpts: what a user needs to find the spot without opening the file.
-pub fn excerpt(text: &str, line: u64, column: u64) -> Option<String> {
-    let src = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
-    let num = line.to_string();
-    let pad = " ".repeat(num.len());
-    let caret_at = usize::try_from(column.max(1) - 1).unwrap_or(0);
-    // Columns count characters; keep tabs so the caret lines up under them.
-    let lead: String = src.chars().take(caret_at).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-    Some(format!("{pad} |\n{num} | {src}\n{pad} | {lead}^"))
-}
+pub use crate::scenario::load::excerpt;
 
 /// One file's result in `sinkhole validate --json`.
 #[derive(Debug, Clone, Serialize)]
@@ -481,6 +527,91 @@ mod tests {
         assert_eq!(x, "  |\n2 | bb: [x, y]\n  |         ^");
         assert!(excerpt("a", 3, 1).is_none());
         assert!(excerpt("a", 0, 1).is_none());
+    }
+
+    fn scenario(schedule: &str) -> Scenario {
+        let text = format!(
+            "name: s\ncluster: {{brokers: 3}}\ntopic: {{partitions: 3}}\n\
+             job: {{parallelism: 2, records_per_subtask: 10, checkpoint_interval_ms: 100, transaction_timeout_ms: 5000}}\n\
+             modes: [legacy]\nschedule: {schedule}\n"
+        );
+        crate::scenario::from_str(&text, "s.yaml").unwrap_or_else(|e| panic!("{}", e.render()))
+    }
+
+    fn problems(schedule: &str) -> Vec<(String, String)> {
+        let text = format!(
+            "name: s\ncluster: {{brokers: 3}}\ntopic: {{partitions: 3}}\n\
+             job: {{parallelism: 2, records_per_subtask: 10, checkpoint_interval_ms: 100, transaction_timeout_ms: 5000}}\n\
+             modes: [legacy]\nschedule: {schedule}\n"
+        );
+        let e = crate::scenario::from_str(&text, "s.yaml").expect_err(schedule);
+        e.problems().iter().map(|p| (p.field.clone(), p.message.clone())).collect()
+    }
+
+    #[test]
+    fn huge_schedule_times_are_refused_by_validation() {
+        let max = u64::MAX;
+        let ps = problems(&format!("{{mix: all, end_ms: {max}}}"));
+        assert_eq!(ps.len(), 1, "{ps:?}");
+        assert_eq!(ps[0].0, "schedule.end_ms");
+        assert!(ps[0].1.contains("beyond the longest schedule"), "{ps:?}");
+        let ps = problems(&format!("{{mix: all, start_ms: {}, end_ms: {max}}}", max - 1));
+        let fields: Vec<&str> = ps.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(fields, ["schedule.start_ms", "schedule.end_ms"], "{ps:?}");
+        let ps = problems(&format!("{{mix: workers, end_ms: 9000, quiet_ms: [0, {max}]}}"));
+        assert_eq!((ps.len(), ps[0].0.as_str()), (1, "schedule.quiet_ms"), "{ps:?}");
+        let ps = problems(&format!("{{mix: workers, end_ms: 9000, duration_ms: [{max}, {max}]}}"));
+        assert_eq!((ps.len(), ps[0].0.as_str()), (1, "schedule.duration_ms"), "{ps:?}");
+        // A week is allowed; so many faults in it are not.
+        scenario(&format!("{{mix: all, end_ms: {MAX_SCHEDULE_MS}, quiet_ms: [60000, 60000]}}"));
+        let ps = problems(&format!("{{mix: all, end_ms: {MAX_SCHEDULE_MS}, quiet_ms: [0, 10], duration_ms: [1, 5]}}"));
+        assert_eq!((ps.len(), ps[0].0.as_str()), (1, "schedule.end_ms"), "{ps:?}");
+        assert!(ps[0].1.contains("more than the 100000"), "{ps:?}");
+    }
+
+    #[test]
+    fn resolve_ends_and_never_overflows_whatever_the_values() {
+        let max = u64::MAX;
+        let mut s = scenario("{mix: all, end_ms: 9000}");
+        let cases = [
+            (0, max, [0, 0], [1, 1]),
+            (0, max, [max, max], [1, 1]),
+            (0, max, [0, 0], [max - 1, max]),
+            (max - 5, max, [0, 3], [1, 2]),
+            (max - 1, max, [max, max], [max, max]),
+            (max, max, [0, 0], [0, 0]),
+            (3, 2, [0, 0], [1, 1]),
+        ];
+        for (start_ms, end_ms, quiet_ms, duration_ms) in cases {
+            let r = s.schedule.as_mut().unwrap();
+            (r.start_ms, r.end_ms, r.quiet_ms, r.duration_ms) = (start_ms, end_ms, quiet_ms, duration_ms);
+            let began = std::time::Instant::now();
+            let res = resolve(&s, 7);
+            assert!(began.elapsed() < std::time::Duration::from_secs(30), "{start_ms} {end_ms}");
+            assert!(res.generated <= MAX_GENERATED);
+            let mut prev_end = 0;
+            for (i, [a, b]) in res.spans.iter().copied().enumerate() {
+                assert!(a >= start_ms && a < b && b <= end_ms, "span {i}: [{a}, {b})");
+                assert!(i == 0 || a >= prev_end, "span {i} overlaps");
+                prev_end = b;
+            }
+        }
+        // A dense unbounded window stops at the cap.
+        let r = s.schedule.as_mut().unwrap();
+        (r.start_ms, r.end_ms, r.quiet_ms, r.duration_ms) = (0, max, [0, 0], [1, 1]);
+        assert_eq!(resolve(&s, 7).generated, MAX_GENERATED);
+    }
+
+    #[test]
+    fn each_family_draws_only_its_own_kinds() {
+        for (fam, kinds) in [
+            (Family::Brokers, &BROKER_KINDS[..]),
+            (Family::Network, &NETWORK_KINDS[..]),
+            (Family::Protocol, &PROTOCOL_KINDS[..]),
+            (Family::Coordinator, &COORDINATOR_KINDS[..]),
+        ] {
+            assert!(kinds.iter().all(|k| k.family() == fam), "{fam:?}: {kinds:?}");
+        }
     }
 
     #[test]

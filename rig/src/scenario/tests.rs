@@ -1,0 +1,353 @@
+//! The fault types against the loader and the table: parameter errors are
+//! named and located, each kind's parameter list is its struct's, a fault
+//! written out reads back the same, docs/SCENARIOS.md agrees with the table.
+use serde_json::{json, Value};
+
+use super::fault_serde::fields_of;
+use super::*;
+
+/// A valid scenario whose faults are `faults` (YAML list items; the first one
+/// starts at line 14).
+fn with_faults(faults: &str) -> String {
+    format!(
+        "\
+name: t
+cluster:
+  brokers: 3
+topic:
+  partitions: 3
+  replication_factor: 3
+job:
+  parallelism: 2
+  records_per_subtask: 100
+  checkpoint_interval_ms: 1000
+  transaction_timeout_ms: 5000
+modes: [legacy]
+faults:
+{faults}
+"
+    )
+}
+
+/// Exactly one problem, at `line`, about `field`, saying `needle`.
+#[track_caller]
+fn one(text: &str, line: u64, field: &str, needle: &str) -> Problem {
+    let e = from_str(text, "t.yaml").expect_err("must be refused");
+    let ps = e.problems();
+    assert_eq!(ps.len(), 1, "{}", e.render());
+    let p = ps[0].clone();
+    assert_eq!((p.line, p.field.as_str()), (line, field), "{p}");
+    assert!(p.message.contains(needle), "{p} should say {needle:?}");
+    assert!(p.column > 0, "{p}");
+    p
+}
+
+/// As [`one`], for a parse error: the excerpt under it shows the same line.
+#[track_caller]
+fn one_parse(text: &str, line: u64, field: &str, needle: &str) -> Problem {
+    let p = one(text, line, field, needle);
+    let rendered = from_str(text, "t.yaml").unwrap_err().render();
+    assert!(rendered.contains(&format!("t.yaml:{line}:{}\n", p.column)), "{rendered}");
+    assert!(rendered.contains(&format!("\n{line} | ")), "{rendered}");
+    p
+}
+
+#[test]
+fn a_parameter_of_the_wrong_type_is_named_at_its_line() {
+    let t = with_faults(
+        "  - kind: net-delay\n    from: [workers]\n    to: [brokers]\n    delay_ms: abc\n    when: {at_ms: 1}",
+    );
+    let p = one_parse(&t, 17, "faults[0].delay_ms", "invalid type");
+    assert_eq!(p.column, 15, "at the value: {p}");
+    // In the second fault, written in flow style.
+    let t = with_faults(
+        "  - {kind: kill-workers, when: {at_ms: 1}}\n  - {kind: protocol-drop, apis: EndTxn, when: {at_ms: 1}}",
+    );
+    let p = one_parse(&t, 15, "faults[1].apis", "expected a sequence");
+    assert!(p.column > 20, "at the value, not the entry: {p}");
+    // A value type inside a parameter: a group.
+    let t = with_faults("  - kind: net-reset\n    from: [workerz]\n    to: [brokers]\n    when: {at_ms: 1}");
+    one_parse(&t, 15, "faults[0].from", "workerz");
+    // The hint for untagged targets still applies.
+    let t = with_faults("  - kind: broker-kill\n    target: nonsense\n    when: {at_ms: 1}");
+    one_parse(&t, 15, "faults[0].target", "expected `all`, `txn-coordinator`");
+}
+
+#[test]
+fn an_unknown_fault_field_is_named_at_its_key() {
+    let t = with_faults("  - kind: kill-workers\n    when: {at_ms: 1}\n    bogus: 3");
+    let p = one_parse(&t, 16, "faults[0].bogus", "unknown field `bogus`");
+    assert_eq!(p.column, 5, "at the key: {p}");
+    assert!(p.message.contains("`target`") && !p.message.contains("`delay_ms`"), "what kill-workers takes: {p}");
+    // A parameter of another kind: named with the kinds that take it.
+    let t = with_faults("  - {kind: coordinator-crash, when: {after_checkpoint_persisted: 1}, checkpoint: 2}");
+    one_parse(&t, 14, "faults[0].checkpoint", "drop-notification, delay-notification, decline-checkpoint");
+    let t = with_faults("  - kind: coordinator-crash\n    target: all\n    when: {after_checkpoint_persisted: 1}");
+    one_parse(&t, 15, "faults[0].target", "the coordinator is one process");
+}
+
+#[test]
+fn a_missing_required_parameter_is_reported_at_the_fault() {
+    let t = with_faults("  - {kind: kill-workers, when: {at_ms: 1}}\n  - kind: broker-kill\n    when: {at_ms: 1}");
+    let p = one_parse(&t, 15, "faults[1].target", "broker-kill needs a target");
+    assert_eq!(p.column, 5, "{p}");
+    let t = with_faults("  - {kind: net-partition, from: [workers], when: {at_ms: 1}}");
+    one_parse(&t, 14, "faults[0].to", "needs from and to");
+    let t = with_faults("  - {kind: protocol-delay, apis: [EndTxn], when: {at_ms: 1}}");
+    one_parse(&t, 14, "faults[0].delay_ms", "protocol-delay needs delay_ms");
+    // Not a parameter: the spec's own fields are reported as before.
+    let t = with_faults("  - {kind: kill-workers}");
+    one(&t, 14, "faults[0]", "missing field `when`");
+    let t = with_faults("  - kind: kill-workers\n    when: {at_ms: x}");
+    one(&t, 15, "faults[0].when.at_ms", "u64");
+}
+
+#[test]
+fn parameter_lists_are_the_structs_fields() {
+    assert_eq!(fields_of::<Delay>(), ["from", "to", "delay_ms", "jitter_ms"]);
+    assert_eq!(fields_of::<NoParams>(), [] as [&str; 0]);
+    assert_eq!(FaultKind::NetDelay.params(), fields_of::<Delay>());
+    assert_eq!(FaultKind::DeclineCheckpoint.params(), ["target", "checkpoint"]);
+    assert_eq!(
+        FaultKind::parameters(),
+        [
+            "duration_ms",
+            "target",
+            "from",
+            "to",
+            "direction",
+            "delay_ms",
+            "jitter_ms",
+            "probability",
+            "apis",
+            "frames",
+            "transactional_id",
+            "nth",
+            "error",
+            "checkpoint"
+        ]
+    );
+    assert!(FaultKind::BrokerPause.takes("duration_ms") && !FaultKind::BrokerRestart.takes("duration_ms"));
+    let takers: Vec<&str> = FaultKind::takers("jitter_ms").into_iter().map(FaultKind::name).collect();
+    assert_eq!(takers, ["net-delay", "protocol-delay"]);
+}
+
+/// A valid value for each parameter.
+fn sample(param: &str) -> Value {
+    match param {
+        "target" => json!("all"),
+        "from" => json!(["workers"]),
+        "to" => json!(["brokers"]),
+        "direction" => json!("one-way"),
+        "delay_ms" => json!(10),
+        "jitter_ms" => json!(2),
+        "probability" => json!(0.5),
+        "apis" => json!(["EndTxn"]),
+        "frames" => json!("response"),
+        "error" => json!("NOT_COORDINATOR"),
+        "transactional_id" => json!({"subtask": 1}),
+        "nth" => json!(1),
+        "checkpoint" => json!(3),
+        other => panic!("a new parameter {other}: give it a sample here"),
+    }
+}
+
+/// A fault of kind `k` with every parameter it takes.
+fn full(k: FaultKind) -> Value {
+    let mut v = json!({"kind": k.name(), "when": {"at_ms": 5}});
+    for p in k.params() {
+        v[*p] = sample(p);
+    }
+    v
+}
+
+#[test]
+fn every_kind_takes_exactly_its_structs_parameters() {
+    for &k in FaultKind::all() {
+        // Every listed parameter is read...
+        let spec: FaultSpec = serde_json::from_value(full(k)).unwrap_or_else(|e| panic!("{k:?}: {e}"));
+        assert_eq!(spec.kind.kind(), k);
+        // ...and written back: the struct has no field the list lacks.
+        let back = serde_json::to_value(&spec).unwrap();
+        let mut keys: Vec<&str> = back.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.retain(|key| !matches!(*key, "kind" | "when"));
+        let mut listed = k.params().to_vec();
+        keys.sort();
+        listed.sort();
+        assert_eq!(keys, listed, "{k:?}");
+        // Any other kind's parameter is refused, naming the kinds that take it.
+        for p in FaultKind::parameters() {
+            if p == "duration_ms" || k.takes(p) {
+                continue;
+            }
+            let mut v = full(k);
+            v[p] = sample(p);
+            let e = serde_json::from_value::<FaultSpec>(v).expect_err(&format!("{k:?} took {p}")).to_string();
+            assert!(e.starts_with(&format!("`{p}`: {} does not take {p}", k.name())), "{k:?} {p}: {e}");
+        }
+    }
+}
+
+#[test]
+fn required_parameters_cannot_be_left_out() {
+    for &k in FaultKind::all() {
+        for p in k.params() {
+            let mut v = full(k);
+            v.as_object_mut().unwrap().remove(*p);
+            let r = serde_json::from_value::<FaultSpec>(v);
+            if let Err(e) = r {
+                assert!(e.to_string().contains(&format!("{} needs ", k.name())), "{k:?} {p}: {e}");
+            }
+        }
+    }
+    let required = |k: FaultKind| -> Vec<&str> {
+        k.params()
+            .iter()
+            .copied()
+            .filter(|p| {
+                let mut v = full(k);
+                v.as_object_mut().unwrap().remove(*p);
+                serde_json::from_value::<FaultSpec>(v).is_err()
+            })
+            .collect()
+    };
+    assert_eq!(required(FaultKind::NetDelay), ["from", "to", "delay_ms"]);
+    assert_eq!(required(FaultKind::ProtocolError), ["apis", "error"]);
+    assert_eq!(required(FaultKind::BrokerKill), ["target"]);
+    assert!(required(FaultKind::NetBlackhole).is_empty(), "target or to: validation's");
+}
+
+#[test]
+fn a_fault_is_written_flat_in_the_files_order_and_reads_back() {
+    let mut s: FaultSpec = serde_json::from_value(json!({
+        "name": "err", "kind": "protocol-error", "when": {"at_ms": 5}, "duration_ms": 100, "nth": 2,
+        "apis": ["EndTxn"], "error": 51, "from": ["workers"], "transactional_id": "p-0-1"
+    }))
+    .unwrap();
+    let keys = |s: &FaultSpec| -> Vec<String> {
+        let text = serde_json::to_string(s).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        keys.sort_by_key(|k| text.find(&format!("\"{k}\":")).unwrap());
+        keys
+    };
+    assert_eq!(keys(&s), ["name", "kind", "when", "duration_ms", "from", "apis", "error", "transactional_id", "nth"]);
+    s.times = Some(2);
+    s.kind = Fault::BrokerKill(Brokers { target: Target::Ids(vec![1]) });
+    assert_eq!(keys(&s), ["name", "kind", "target", "when", "duration_ms", "times"]);
+    for &k in FaultKind::all() {
+        let spec: FaultSpec = serde_json::from_value(full(k)).unwrap();
+        let yaml = serde_saphyr::to_string(&spec).unwrap();
+        let back: FaultSpec = serde_saphyr::from_str(&yaml).unwrap_or_else(|e| panic!("{k:?}: {e}\n{yaml}"));
+        assert_eq!(back, spec, "{yaml}");
+        // A Fault alone: tagged by kind.
+        let fault = serde_json::to_value(&spec.kind).unwrap();
+        assert_eq!(fault["kind"], k.name());
+        assert_eq!(serde_json::from_value::<Fault>(fault).unwrap(), spec.kind);
+    }
+}
+
+#[test]
+fn the_table_is_consistent() {
+    for (i, &k) in FaultKind::all().iter().enumerate() {
+        assert_eq!(k as usize, i);
+        assert_eq!(k.info().kind, k);
+        assert_eq!(serde_json::to_value(k).unwrap(), json!(k.name()));
+        assert!(!k.about().is_empty() && !k.about().contains('\n'), "{k:?}: one line");
+        // The proxy kinds are exactly the network and protocol families.
+        assert_eq!(k.needs_proxy(), matches!(k.family(), Family::Network | Family::Protocol), "{k:?}");
+    }
+    let proxy: Vec<Family> = Family::ALL.into_iter().filter(|f| f.needs_proxy()).collect();
+    assert_eq!(proxy, [Family::Network, Family::Protocol]);
+    for f in Family::ALL {
+        assert!(f.kinds().count() >= 3, "{f:?}");
+        assert_eq!(Mix::from(f).family(), Some(f));
+    }
+    assert!(Fault::NetReset(Link { from: vec![], to: vec![] }) == FaultKind::NetReset);
+}
+
+// ---------------------------------------------------------------------------
+// docs/SCENARIOS.md
+
+fn docs() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/SCENARIOS.md")).unwrap()
+}
+
+/// The rows of the table that follows `heading`, as cells.
+fn table_after(doc: &str, heading: &str) -> Vec<Vec<String>> {
+    let rest = &doc[doc.find(heading).unwrap_or_else(|| panic!("no {heading:?} in the docs"))..];
+    rest.lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect())
+        .collect()
+}
+
+/// The backticked words of a cell.
+fn ticked(cell: &str) -> Vec<&str> {
+    cell.split('`').skip(1).step_by(2).collect()
+}
+
+/// The parameters a cell names with their marks (`from` R, `to` o, …): each
+/// R or o applies to the names since the previous mark.
+fn marked(cell: &str) -> Vec<(String, char)> {
+    let mut out = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    for (i, part) in cell.split('`').enumerate() {
+        if i % 2 == 1 {
+            pending.push(part.to_string());
+            continue;
+        }
+        for word in part.split(|c: char| !c.is_alphanumeric()) {
+            if let "R" | "o" = word {
+                out.extend(pending.drain(..).map(|p| (p, word.chars().next().unwrap())));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_docs_list_every_kind_with_its_parameters() {
+    let doc = docs();
+    let rows = table_after(&doc, "### Kinds and their parameters");
+    let names: Vec<&str> = rows.iter().map(|r| ticked(&r[0])[0]).collect();
+    let kinds: Vec<&str> = FaultKind::all().iter().map(|k| k.name()).collect();
+    assert_eq!(names, kinds, "the kinds table lists every kind, in the table's order");
+    let params = FaultKind::parameters();
+    let row_of = |k: &str| rows.iter().find(|r| ticked(&r[0])[0] == k).unwrap();
+    for (&k, row) in FaultKind::all().iter().zip(&rows) {
+        let (target, duration, others) = (&row[1], &row[2], &row[3]);
+        assert_eq!(!target.starts_with('—'), k.takes("target"), "{k:?}: target column {target:?}");
+        let mark = match k.duration() {
+            Need::Required => "R",
+            Need::Optional => "o",
+            Need::Refused => "—",
+        };
+        assert_eq!(duration, mark, "{k:?}: duration_ms column");
+        // The other parameters, with `as <kind>` for another row's.
+        let mut named: Vec<(String, char)> = marked(others);
+        if let Some(base) = others.strip_prefix("as ").and_then(|r| r.split(',').next()) {
+            named.extend(marked(&row_of(base)[3]));
+        }
+        let mut listed: Vec<&str> = named.iter().map(|(p, _)| p.as_str()).filter(|p| params.contains(p)).collect();
+        let mut takes: Vec<&str> = k.params().iter().copied().filter(|p| *p != "target").collect();
+        listed.sort();
+        takes.sort();
+        assert_eq!(listed, takes, "{k:?}: other parameters {others:?}");
+        for (p, m) in named.iter().filter(|(p, _)| params.contains(&p.as_str())) {
+            let mut v = full(k);
+            v.as_object_mut().unwrap().remove(p);
+            let required = serde_json::from_value::<FaultSpec>(v).is_err();
+            assert_eq!(*m == 'R', required, "{k:?}: {p} is marked {m}");
+        }
+    }
+    // Each parameter but target and duration_ms has a line in the values table.
+    let values = table_after(&doc, "Parameters:");
+    let mut described: Vec<&str> = values.iter().flat_map(|r| ticked(&r[0])).collect();
+    let mut expected: Vec<&str> = params.iter().copied().filter(|p| !matches!(*p, "target" | "duration_ms")).collect();
+    described.sort();
+    expected.sort();
+    assert_eq!(described, expected, "the parameters table");
+}
