@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use clap::{Args, Parser, Subcommand};
 use sinkhole_rig::cluster::config::parse_overrides;
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec, NodeAction};
+use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
 use sinkhole_rig::cluster::state::{self, ClusterState, Liveness};
+use sinkhole_rig::cluster::{Cluster, ClusterError, NodeAction};
 use sinkhole_rig::install::{self, InstallOutcome, KafkaDist};
 use sinkhole_rig::procs::Lifetime;
 use sinkhole_rig::{probe, DEFAULT_KAFKA};
@@ -724,7 +725,7 @@ async fn node_action(a: NodeArgs, action: NodeAction) -> Result<(), Failure> {
     st.update_from(c);
     st.save()?;
     let effect = res.map_err(|e| match e {
-        sinkhole_rig::cluster::local::ClusterError::WrongState { .. } => bad(e),
+        ClusterError::WrongState { .. } => bad(e),
         e => Failure::Failed(e.into()),
     })?;
     if a.json {
@@ -960,7 +961,7 @@ async fn containers_node_action(
     action: NodeAction,
     rec: sinkhole_rig::cluster::containers::ContainersRecord,
 ) -> Result<(), Failure> {
-    use sinkhole_rig::cluster::containers::{ContainersCluster, ContainersError};
+    use sinkhole_rig::cluster::containers::ContainersCluster;
     let mut c = ContainersCluster::adopt(rec).await?;
     if !c.node_ids().contains(&a.node) {
         return Err(bad(anyhow!("cluster '{}' has no node {}; its nodes are {:?}", a.name, a.node, c.node_ids())));
@@ -968,7 +969,7 @@ async fn containers_node_action(
     let res = c.act(a.node, action, Duration::from_secs(a.timeout)).await;
     save_containers_record(&a.name, &c.record())?;
     let effect = res.map_err(|e| match e {
-        ContainersError::Cluster(sinkhole_rig::cluster::local::ClusterError::WrongState { .. }) => bad(e),
+        ClusterError::WrongState { .. } => bad(e),
         e => Failure::Failed(e.into()),
     })?;
     if a.json {

@@ -22,6 +22,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sinkhole_faults::proxy::{Action, Frames, Match, Rule};
 use sinkhole_rig::cluster::containers::{self, ContainersCluster, ContainersSpec};
+use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 
 /// The engine and the image, or the reason the test cannot run here (printed; the test returns).

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use sinkhole_faults::process::RunState;
 use sinkhole_rig::cluster::containers::{self, ContainersCluster, ContainersSpec};
-use sinkhole_rig::cluster::local::NodeAction;
+use sinkhole_rig::cluster::{Cluster, NodeAction};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use sinkhole_workloads::wire::init_producer_id::InitProducerIdParams;
 

@@ -39,7 +39,6 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use sinkhole_faults::process::{ProcessId, RunState, SignalEffect};
 use sinkhole_faults::proxy::{ListenerKind, Proxy, Route};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use testcontainers::bollard::models::{
     ContainerStateStatusEnum, EndpointSettings, NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest,
     PortBinding,
@@ -54,8 +53,13 @@ use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 
 use super::config;
-use super::local::{new_cluster_id, ClusterError, Intent, NodeAction, NodeEffect};
+use super::lookup::node_sees;
+use super::node::tell_down;
 use super::ports;
+use super::{
+    new_cluster_id, BoxFuture, Cluster, ClusterError, ClusterFuture, Intent, NetworkEffect, NodeAction, NodeEffect,
+    OnDown,
+};
 
 /// Container ports (the same in every container; only `EXTERNAL` is published).
 const INTERNAL_PORT: u16 = 9092;
@@ -79,8 +83,12 @@ pub enum ContainersError {
     Engine(String),
     #[error("image {image} is not available ({detail}); with no registry, build it: `sinkhole image build --kafka {version}`")]
     NoImage { image: String, version: String, detail: String },
-    #[error(transparent)]
-    Cluster(#[from] ClusterError),
+}
+
+impl From<ContainersError> for ClusterError {
+    fn from(e: ContainersError) -> Self {
+        ClusterError::Backend(Box::new(e))
+    }
 }
 
 fn engine_err(what: &str) -> impl FnOnce(testcontainers::bollard::errors::Error) -> ContainersError + '_ {
@@ -236,17 +244,6 @@ impl EngineState {
             _ => RunState::Gone,
         }
     }
-}
-
-/// What a network action did to a node's container: the networks the engine lists on it after.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetworkEffect {
-    pub node_id: i32,
-    /// `disconnect` or `connect` (from the run's network).
-    pub action: String,
-    pub networks: Vec<String>,
-    pub confirmed: bool,
-    pub elapsed_ms: u64,
 }
 
 fn ms(t0: Instant) -> u64 {
@@ -472,14 +469,15 @@ fn block_on_own_thread<F: std::future::Future<Output = ()> + Send + 'static>(fut
 
 impl ContainersCluster {
     /// Creates the network and the containers, starts them and waits until the cluster is ready.
-    pub async fn start(spec: ContainersSpec) -> Result<ContainersCluster, ContainersError> {
+    pub async fn start(spec: ContainersSpec) -> Result<ContainersCluster, ClusterError> {
         if !matches!(spec.nodes, 1 | 3 | 5) {
-            return Err(ClusterError::NodeCount(spec.nodes).into());
+            return Err(ClusterError::NodeCount(spec.nodes));
         }
         if spec.detached && spec.proxy.is_some() {
             return Err(ContainersError::Engine(
                 "a detached cluster cannot have the proxy: it lives in the process that started it".into(),
-            ));
+            )
+            .into());
         }
         let docker = engine().await?;
         match remove_orphans(&docker).await {
@@ -517,10 +515,10 @@ impl ContainersCluster {
             .map_err(engine_err("creating the run's network"))?;
         let reaper =
             spec.reaper.as_deref().filter(|_| !spec.detached).and_then(|bin| spawn_reaper(bin, &spec.run_id, &dir));
-        let addrs = ports::allocate(spec.nodes, None).map_err(ClusterError::from)?;
+        let addrs = ports::allocate(spec.nodes, None)?;
         // The proxy's listeners, distinct from the published ports (only their broker port is used).
         let proxied = match spec.proxy {
-            Some(_) => Some(ports::allocate_proxy(&addrs, &[]).map_err(ClusterError::from)?),
+            Some(_) => Some(ports::allocate_proxy(&addrs, &[])?),
             None => None,
         };
         let names: Vec<(i32, String)> =
@@ -553,8 +551,8 @@ impl ContainersCluster {
             match Proxy::start(routes, seed).await {
                 Ok(proxy) => cluster.proxy = Some(proxy),
                 Err(e) => {
-                    cluster.teardown().await;
-                    return Err(ContainersError::Engine(format!("starting the proxy: {e}")));
+                    cluster.remove_all().await;
+                    return Err(ContainersError::Engine(format!("starting the proxy: {e}")).into());
                 }
             }
         }
@@ -603,16 +601,20 @@ impl ContainersCluster {
                 Ok(c) => c,
                 Err(e) => {
                     let msg = e.to_string();
-                    cluster.teardown().await;
+                    cluster.remove_all().await;
                     if spec.image.is_none()
                         && (msg.contains("pull")
                             || msg.contains("manifest")
                             || msg.contains("registry")
                             || msg.contains("404"))
                     {
-                        return Err(ContainersError::NoImage { image, version: spec.version.clone(), detail: msg });
+                        return Err(
+                            ContainersError::NoImage { image, version: spec.version.clone(), detail: msg }.into()
+                        );
                     }
-                    return Err(ContainersError::Engine(format!("starting container {name} from {image}: {msg}")));
+                    return Err(
+                        ContainersError::Engine(format!("starting container {name} from {image}: {msg}")).into()
+                    );
                 }
             };
             cluster.nodes.push(ContainersNode {
@@ -625,30 +627,12 @@ impl ContainersCluster {
                 container: Some(container),
             });
         }
-        if let Err(e) = cluster.wait_ready(spec.ready_timeout).await {
+        if let Err(e) = cluster.await_ready(spec.ready_timeout).await {
             cluster.collect_logs().await;
-            cluster.teardown().await;
+            cluster.remove_all().await;
             return Err(e);
         }
         Ok(cluster)
-    }
-
-    /// The Kafka-aware proxy in front of every node's host-facing listener, when the spec asked
-    /// for it.
-    pub fn proxy(&self) -> Option<Proxy> {
-        self.proxy.clone()
-    }
-
-    pub fn bootstrap(&self) -> String {
-        self.nodes.iter().filter(|n| n.intent == Intent::Running).map(|n| n.bootstrap()).collect::<Vec<_>>().join(",")
-    }
-
-    pub fn bootstrap_list(&self) -> Vec<String> {
-        self.nodes.iter().map(|n| n.bootstrap()).collect()
-    }
-
-    pub fn node_ids(&self) -> Vec<i32> {
-        self.nodes.iter().map(|n| n.node_id).collect()
     }
 
     fn index(&self, id: i32) -> Result<usize, ClusterError> {
@@ -668,7 +652,7 @@ impl ContainersCluster {
 
     /// The engine's view of node `id`'s container. Podman may briefly report a state bollard
     /// cannot parse right after an exit: retried for a second.
-    pub async fn engine_state(&self, id: i32) -> Result<EngineState, ContainersError> {
+    pub async fn engine_state(&self, id: i32) -> Result<EngineState, ClusterError> {
         let cid = &self.nodes[self.index(id)?].container_id;
         let mut last = String::new();
         for _ in 0..10 {
@@ -686,7 +670,7 @@ impl ContainersCluster {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Err(ContainersError::Engine(format!("inspecting node {id}'s container: {last}")))
+        Err(ContainersError::Engine(format!("inspecting node {id}'s container: {last}")).into())
     }
 
     /// Polls the engine until `done` holds for the container's state, or `within` passes.
@@ -695,7 +679,7 @@ impl ContainersCluster {
         id: i32,
         within: Duration,
         done: impl Fn(&EngineState) -> bool,
-    ) -> Result<(EngineState, bool, u64), ContainersError> {
+    ) -> Result<(EngineState, bool, u64), ClusterError> {
         let t0 = Instant::now();
         loop {
             let s = self.engine_state(id).await?;
@@ -740,7 +724,7 @@ impl ContainersCluster {
         }
     }
 
-    async fn exited_error(&self, id: i32, during: &str, state: &EngineState) -> ContainersError {
+    async fn exited_error(&self, id: i32, during: &str, state: &EngineState) -> ClusterError {
         let logs = self.logs(id).await;
         let path = self.log_path(id);
         if let Some(p) = path.parent() {
@@ -755,12 +739,11 @@ impl ContainersCluster {
             log: path,
             tail: lines[lines.len().saturating_sub(25)..].join("\n"),
         }
-        .into()
     }
 
     /// Ready = every node meant to run answers ApiVersions on its published port and its Metadata
     /// lists every node meant to run (the local backend's rule).
-    pub async fn wait_ready(&mut self, timeout: Duration) -> Result<(), ContainersError> {
+    async fn await_ready(&mut self, timeout: Duration) -> Result<(), ClusterError> {
         let want: Vec<i32> = self.nodes.iter().filter(|n| n.intent == Intent::Running).map(|n| n.node_id).collect();
         let started = Instant::now();
         let mut last = String::from("no node answered yet");
@@ -773,7 +756,7 @@ impl ContainersCluster {
             }
             let mut all = true;
             for &id in &want {
-                if let Err(e) = super::local::node_sees(&self.node(id)?.bootstrap(), &want).await {
+                if let Err(e) = node_sees(&self.node(id)?.bootstrap(), &want).await {
                     last = format!("node {id}: {e}");
                     all = false;
                     break;
@@ -784,13 +767,13 @@ impl ContainersCluster {
                 return Ok(());
             }
             if started.elapsed() >= timeout {
-                return Err(ClusterError::NotReady { secs: started.elapsed().as_secs_f64(), detail: last }.into());
+                return Err(ClusterError::NotReady { secs: started.elapsed().as_secs_f64(), detail: last });
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
-    async fn wait_node_ready(&self, id: i32, timeout: Duration) -> Result<(), ContainersError> {
+    async fn wait_node_ready(&self, id: i32, timeout: Duration) -> Result<(), ClusterError> {
         let expected: Vec<i32> = self.nodes.iter().filter(|n| n.intent == Intent::Running).map(|n| n.node_id).collect();
         let started = Instant::now();
         loop {
@@ -798,10 +781,10 @@ impl ContainersCluster {
             if s.run_state() == RunState::Gone {
                 return Err(self.exited_error(id, "it was starting", &s).await);
             }
-            match super::local::node_sees(&self.node(id)?.bootstrap(), &expected).await {
+            match node_sees(&self.node(id)?.bootstrap(), &expected).await {
                 Ok(()) => return Ok(()),
                 Err(e) if started.elapsed() >= timeout => {
-                    return Err(ClusterError::NotReady { secs: started.elapsed().as_secs_f64(), detail: e }.into())
+                    return Err(ClusterError::NotReady { secs: started.elapsed().as_secs_f64(), detail: e })
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
@@ -827,7 +810,7 @@ impl ContainersCluster {
 
     /// The engine's stop: SIGTERM, then SIGKILL after `timeout` (a paused container is thawed
     /// first, or it could not act on SIGTERM).
-    async fn stop(&mut self, i: usize, timeout: Duration) -> Result<Vec<SignalEffect>, ContainersError> {
+    async fn stop(&mut self, i: usize, timeout: Duration) -> Result<Vec<SignalEffect>, ClusterError> {
         let id = self.nodes[i].node_id;
         let mut out = Vec::new();
         let mut before = self.engine_state(id).await?;
@@ -859,14 +842,21 @@ impl ContainersCluster {
         Ok(out)
     }
 
-    /// Applies a lifecycle action to node `id` and reports the engine's view of its effect.
-    pub async fn act(&mut self, id: i32, action: NodeAction, timeout: Duration) -> Result<NodeEffect, ContainersError> {
+    /// Applies a lifecycle action to node `id` and reports the engine's view of its effect
+    /// ([`Cluster::act_with`]).
+    async fn apply(
+        &mut self,
+        id: i32,
+        action: NodeAction,
+        timeout: Duration,
+        mut on_down: Option<OnDown>,
+    ) -> Result<NodeEffect, ClusterError> {
         let i = self.index(id)?;
         let started = Instant::now();
-        let mut effect = NodeEffect { node_id: id, action, signals: vec![], new_pid: None, ready: None, elapsed_ms: 0 };
+        let mut effect = NodeEffect::new(id, action);
         let intent = self.nodes[i].intent;
         let before = self.engine_state(id).await?;
-        let wrong = || ContainersError::from(ClusterError::WrongState { id, state: intent, action });
+        let wrong = || ClusterError::WrongState { id, state: intent, action };
         match action {
             NodeAction::Kill => {
                 if before.run_state() == RunState::Gone {
@@ -881,6 +871,7 @@ impl ContainersCluster {
                     self.await_state(id, Duration::from_secs(5), |s| s.run_state() == RunState::Gone).await?;
                 effect.signals.push(Self::effect("SIGKILL (container kill)", &before, &after, ok, ms));
                 self.nodes[i].intent = Intent::Killed;
+                tell_down(&mut on_down, &effect, started);
             }
             NodeAction::Stop => {
                 if before.run_state() == RunState::Gone {
@@ -888,6 +879,7 @@ impl ContainersCluster {
                 }
                 effect.signals.extend(self.stop(i, timeout).await?);
                 self.nodes[i].intent = Intent::Stopped;
+                tell_down(&mut on_down, &effect, started);
             }
             NodeAction::Pause => {
                 if intent != Intent::Running || before.status != "running" {
@@ -916,6 +908,9 @@ impl ContainersCluster {
                 if before.run_state() != RunState::Gone {
                     effect.signals.extend(self.stop(i, timeout).await?);
                 }
+                // The engine shows the container exited (or it was not running): down, and not
+                // yet started again.
+                tell_down(&mut on_down, &effect, started);
                 let cid = self.nodes[i].container_id.clone();
                 self.docker.start_container(&cid, None).await.map_err(engine_err("starting a container"))?;
                 self.nodes[i].intent = Intent::Running;
@@ -923,7 +918,7 @@ impl ContainersCluster {
                 effect.new_pid = after.pid.map(|p| p as i32);
                 let ready = self.wait_node_ready(id, timeout).await;
                 effect.ready = Some(ready.is_ok());
-                if let Err(e @ ContainersError::Cluster(ClusterError::NodeExited { .. })) = ready {
+                if let Err(e @ ClusterError::NodeExited { .. }) = ready {
                     return Err(e);
                 }
             }
@@ -934,7 +929,7 @@ impl ContainersCluster {
     }
 
     /// The networks node `id`'s container is attached to, as the engine reports them.
-    pub async fn networks_of(&self, id: i32) -> Result<Vec<String>, ContainersError> {
+    pub async fn networks_of(&self, id: i32) -> Result<Vec<String>, ClusterError> {
         let cid = &self.nodes[self.index(id)?].container_id;
         let r = self.docker.inspect_container(cid, None).await.map_err(engine_err("inspecting a container"))?;
         let mut nets: Vec<String> =
@@ -946,11 +941,11 @@ impl ContainersCluster {
     /// Cuts node `id` off the run's network (the engine's network disconnect): every other
     /// node loses it both ways — replication, Raft, the transaction coordinator's markers — as
     /// Jepsen's partition nemesis isolates one node. Confirmed when the engine no longer lists
-    /// the network on the container. Not wired to a scenario fault yet (see
-    /// [`unsupported_fault`]). The published port belongs to that network, so clients lose the
+    /// the network on the container; `net-blackhole` on this backend ([`Cluster::isolate`]).
+    /// The published port belongs to that network, so clients lose the
     /// node too (measured on Podman 4.3: a client's ApiVersions times out while the node is
     /// isolated): this is `net-blackhole`'s effect, not a broker↔broker-only cut.
-    pub async fn isolate(&mut self, id: i32) -> Result<NetworkEffect, ContainersError> {
+    async fn disconnect(&mut self, id: i32) -> Result<NetworkEffect, ClusterError> {
         let i = self.index(id)?;
         let t0 = Instant::now();
         let cid = self.nodes[i].container_id.clone();
@@ -963,10 +958,10 @@ impl ContainersCluster {
         Ok(NetworkEffect { node_id: id, action: "disconnect".into(), networks, confirmed, elapsed_ms: ms(t0) })
     }
 
-    /// Heals [`Self::isolate`]: reconnects node `id` to the run's network under its container
+    /// Heals [`Self::disconnect`] ([`Cluster::rejoin`]): reconnects node `id` to the run's network under its container
     /// name (an alias, so the other nodes resolve it again; its hostname never changed).
     /// Confirmed when the engine lists the network on the container again.
-    pub async fn rejoin(&mut self, id: i32) -> Result<NetworkEffect, ContainersError> {
+    async fn reconnect(&mut self, id: i32) -> Result<NetworkEffect, ClusterError> {
         let i = self.index(id)?;
         let t0 = Instant::now();
         let (cid, name) = (self.nodes[i].container_id.clone(), self.nodes[i].name.clone());
@@ -982,7 +977,7 @@ impl ContainersCluster {
 
     /// Collects the logs, removes every container (and its anonymous volumes) and the network of
     /// the run, and ends the reaper. Idempotent.
-    pub async fn teardown(&mut self) {
+    async fn remove_all(&mut self) {
         if self.torn_down {
             return;
         }
@@ -1075,7 +1070,7 @@ impl ContainersCluster {
     }
 
     /// Rebuilds a cluster from its state file; it is removed only by [`Self::force_teardown`].
-    pub async fn adopt(rec: ContainersRecord) -> Result<ContainersCluster, ContainersError> {
+    pub async fn adopt(rec: ContainersRecord) -> Result<ContainersCluster, ClusterError> {
         let docker = engine().await?;
         Ok(ContainersCluster {
             version: rec.version,
@@ -1107,7 +1102,7 @@ impl ContainersCluster {
     /// Removes an adopted cluster's containers and network (`cluster down`).
     pub async fn force_teardown(&mut self) {
         self.torn_down = false;
-        self.teardown().await;
+        self.remove_all().await;
     }
 }
 
@@ -1170,11 +1165,6 @@ pub async fn reap_when_stdin_closes(run_id: &str) -> Result<(usize, usize), Cont
     remove_run(&docker, run_id).await
 }
 
-
-/// How long a node action the runner takes may last (a graceful stop, a start until ready), as
-/// for the local backend.
-const NODE_ACTION_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// Why a fault cannot run on the containers backend (None: it can). The proxy sits in front of
 /// the host-facing listeners only, so it sees client↔broker traffic and none between brokers:
 /// a network or protocol fault between two broker groups would match nothing, and a
@@ -1187,7 +1177,7 @@ pub fn unsupported_fault(f: &crate::scenario::FaultSpec) -> Option<String> {
     }
     let label = f.name.clone().unwrap_or_else(|| f.kind.name().to_string());
     // net-blackhole disconnects the node from the run's network through the
-    // engine (ContainersCluster::isolate): brokers and clients are cut alike.
+    // engine (Cluster::isolate): brokers and clients are cut alike.
     if f.kind == FaultKind::NetBlackhole {
         return None;
     }
@@ -1203,132 +1193,61 @@ pub fn unsupported_fault(f: &crate::scenario::FaultSpec) -> Option<String> {
     None
 }
 
-/// A short-lived client for the rig's own lookups.
-async fn lookup_client(bootstrap: &[String]) -> Result<Client, String> {
-    let config = ClientConfig {
-        client_id: "sinkhole-faults".into(),
-        request_timeout: Duration::from_secs(5),
-        retry_deadline: Duration::from_secs(10),
-        ..ClientConfig::default()
-    };
-    Client::connect(bootstrap, config).await.map_err(|e| e.to_string())
-}
+/// The containers backend behind the cluster layer's one trait. The lookups are the trait's own
+/// (the same Kafka requests, through the published listeners, so the answers mean the same as on
+/// the local backend); `net-blackhole` disconnects the node from the run's network through the
+/// engine, since the proxy fronts only the host-facing listeners.
+impl Cluster for ContainersCluster {
+    fn backend(&self) -> &'static str {
+        "containers"
+    }
 
-/// The runner's view of either backend. The local backend answers with its own implementation;
-/// the containers backend asks the brokers through their published listeners (the same Kafka
-/// requests, so the answers mean the same).
-impl crate::runner::faults::Brokers for super::Cluster {
     fn node_ids(&self) -> Vec<i32> {
-        super::Cluster::node_ids(self)
+        self.nodes.iter().map(|n| n.node_id).collect()
     }
 
-    fn bootstrap(&self) -> Vec<String> {
-        match self {
-            super::Cluster::Local(c) => crate::runner::faults::Brokers::bootstrap(c),
-            super::Cluster::Containers(c) => {
-                let running: Vec<String> =
-                    c.bootstrap().split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
-                if running.is_empty() {
-                    c.bootstrap_list()
-                } else {
-                    running
-                }
-            }
-        }
+    fn bootstrap_list(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.bootstrap()).collect()
     }
 
-    async fn act(&mut self, node: i32, action: NodeAction) -> Result<NodeEffect, String> {
-        match self {
-            super::Cluster::Local(c) => crate::runner::faults::Brokers::act(c, node, action).await,
-            super::Cluster::Containers(c) => c.act(node, action, NODE_ACTION_TIMEOUT).await.map_err(|e| e.to_string()),
-        }
+    fn bootstrap(&self) -> String {
+        self.nodes.iter().filter(|n| n.intent == Intent::Running).map(|n| n.bootstrap()).collect::<Vec<_>>().join(",")
     }
 
-    async fn wait_ready(&mut self) -> Result<(), String> {
-        match self {
-            super::Cluster::Local(c) => crate::runner::faults::Brokers::wait_ready(c).await,
-            super::Cluster::Containers(c) => c.wait_ready(Duration::from_secs(120)).await.map_err(|e| e.to_string()),
-        }
+    fn act_with(
+        &mut self,
+        node: i32,
+        action: NodeAction,
+        timeout: Duration,
+        on_down: Option<OnDown>,
+    ) -> ClusterFuture<'_, NodeEffect> {
+        Box::pin(self.apply(node, action, timeout, on_down))
     }
 
-    async fn find_coordinator(&mut self, transactional_id: &str) -> Result<i32, String> {
-        match self {
-            super::Cluster::Local(c) => crate::runner::faults::Brokers::find_coordinator(c, transactional_id).await,
-            super::Cluster::Containers(_) => {
-                let mut client = lookup_client(&crate::runner::faults::Brokers::bootstrap(self)).await?;
-                client.find_coordinator(transactional_id).await.map(|b| b.node_id).map_err(|e| e.to_string())
-            }
-        }
+    fn wait_ready(&mut self, timeout: Duration) -> ClusterFuture<'_, ()> {
+        Box::pin(self.await_ready(timeout))
     }
 
-    /// DescribeQuorum through any running broker: the quorum's leader is the active controller.
-    async fn controller(&mut self) -> Result<i32, String> {
-        match self {
-            super::Cluster::Local(c) => crate::runner::faults::Brokers::controller(c).await,
-            super::Cluster::Containers(_) => {
-                let mut client = lookup_client(&crate::runner::faults::Brokers::bootstrap(self)).await?;
-                client.describe_quorum().await.map(|q| q.leader_id).map_err(|e| format!("DescribeQuorum: {e}"))
-            }
-        }
+    /// The Kafka-aware proxy in front of every node's host-facing listener, when the spec asked
+    /// for it.
+    fn proxy(&self) -> Option<Proxy> {
+        self.proxy.clone()
     }
 
-    async fn leader_of(&mut self, topic: &str, partition: i32) -> Result<i32, String> {
-        match self {
-            super::Cluster::Local(c) => crate::runner::faults::Brokers::leader_of(c, topic, partition).await,
-            super::Cluster::Containers(_) => {
-                let mut client = lookup_client(&crate::runner::faults::Brokers::bootstrap(self)).await?;
-                let md = client.metadata(Some(&[topic.to_string()])).await.map_err(|e| format!("Metadata: {e}"))?;
-                let t = md.topic(topic).ok_or_else(|| format!("Metadata has no topic {topic}"))?;
-                if let Some(e) = t.error {
-                    return Err(format!("Metadata of {topic}: {e}"));
-                }
-                match t.partitions.iter().find(|p| p.partition == partition) {
-                    None => Err(format!("{topic} has no partition {partition}")),
-                    Some(p) if p.leader < 0 => Err(format!("{topic}-{partition} has no leader now")),
-                    Some(p) => Ok(p.leader),
-                }
-            }
-        }
-    }
-
-    async fn under_replicated(&mut self) -> Result<usize, String> {
-        match self {
-            super::Cluster::Local(c) => crate::runner::faults::Brokers::under_replicated(c).await,
-            super::Cluster::Containers(_) => {
-                let mut client = lookup_client(&crate::runner::faults::Brokers::bootstrap(self)).await?;
-                let md = client.metadata(None).await.map_err(|e| format!("Metadata: {e}"))?;
-                Ok(crate::runner::faults::under_replicated_in(&md))
-            }
-        }
-    }
-
-    fn proxy(&self) -> Option<sinkhole_faults::proxy::Proxy> {
-        match self {
-            super::Cluster::Local(c) => crate::runner::faults::Brokers::proxy(c),
-            super::Cluster::Containers(c) => c.proxy(),
-        }
+    fn teardown(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(self.remove_all())
     }
 
     fn isolates_nodes(&self) -> bool {
-        matches!(self, super::Cluster::Containers(_))
+        true
     }
 
-    async fn isolate(&mut self, node: i32) -> Result<serde_json::Value, String> {
-        match self {
-            super::Cluster::Containers(c) => {
-                c.isolate(node).await.map(|e| serde_json::to_value(e).unwrap_or_default()).map_err(|e| e.to_string())
-            }
-            super::Cluster::Local(_) => Err("local nodes are isolated through the proxy".into()),
-        }
+    fn isolate(&mut self, node: i32) -> ClusterFuture<'_, NetworkEffect> {
+        Box::pin(self.disconnect(node))
     }
 
-    async fn rejoin(&mut self, node: i32) -> Result<serde_json::Value, String> {
-        match self {
-            super::Cluster::Containers(c) => {
-                c.rejoin(node).await.map(|e| serde_json::to_value(e).unwrap_or_default()).map_err(|e| e.to_string())
-            }
-            super::Cluster::Local(_) => Err("local nodes are isolated through the proxy".into()),
-        }
+    fn rejoin(&mut self, node: i32) -> ClusterFuture<'_, NetworkEffect> {
+        Box::pin(self.reconnect(node))
     }
 }
 

@@ -22,76 +22,36 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use sinkhole_faults::process::{ProcessId, RunState, SignalEffect, SignalError};
 use sinkhole_faults::proxy::{ListenerKind, Proxy, Route};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use sinkhole_workloads::wire::SaslPlain;
 
 use super::config::{self, NodeAddr};
+use super::lookup::node_sees;
+use super::node::{io, tell_down};
 use super::ports::{self, PortError};
+use super::{
+    new_cluster_id, BoxFuture, Cluster, ClusterError, ClusterFuture, Intent, NodeAction, NodeEffect, OnDown,
+    SinkListener,
+};
 use crate::install::KafkaDist;
 use crate::procs::{self, Lifetime};
 
-/// What the rig last asked of a node; compared with what the kernel shows, it
-/// tells an intended kill from a crash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Intent {
-    Running,
-    Paused,
-    Stopped,
-    Killed,
-}
-
-/// A lifecycle action on one node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum NodeAction {
-    /// SIGTERM, then wait for a controlled shutdown (SIGKILL after the timeout).
-    Stop,
-    /// SIGKILL.
-    Kill,
-    /// SIGSTOP: the JVM freezes with its sockets open.
-    Pause,
-    /// SIGCONT.
-    Resume,
-    /// Start a stopped or killed node again (same id, same data).
-    Start,
-    /// Stop (gracefully) if running, then start with the same id and data.
-    Restart,
-}
-
+/// What only the local backend fails at (shown through [`ClusterError::Backend`]).
 #[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Ports(#[from] PortError),
+pub enum LocalError {
     #[error("formatting the storage of node {node} failed (exit {code:?}):\n{output}")]
     Format { node: i32, code: Option<i32>, output: String },
-    #[error("node {node} exited while {during} (exit {code}); last lines of {log}:\n{tail}")]
-    NodeExited { node: i32, during: String, code: String, log: PathBuf, tail: String },
-    #[error("the cluster was not ready after {secs:.1}s: {detail}")]
-    NotReady { secs: f64, detail: String },
-    #[error("there is no node {id}; nodes are {known:?}")]
-    UnknownNode { id: i32, known: Vec<i32> },
-    #[error("node {id} is {state:?}: cannot {action:?} it")]
-    WrongState { id: i32, state: Intent, action: NodeAction },
     #[error("node {id}: {source}")]
     Signal {
         id: i32,
         #[source]
         source: SignalError,
     },
-    #[error("a KRaft cluster of {0} node(s) is not supported: use 1, 3 or 5 (an even quorum tolerates no more failures than the odd one below it)")]
-    NodeCount(usize),
 }
 
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
-    let what = what.into();
-    move |source| ClusterError::Io { what, source }
+impl From<LocalError> for ClusterError {
+    fn from(e: LocalError) -> Self {
+        ClusterError::Backend(Box::new(e))
+    }
 }
 
 /// How to build a local cluster.
@@ -115,13 +75,6 @@ pub struct LocalSpec {
     /// Put the rig's Kafka-aware proxy in front of every listener, with this
     /// seed (None: no proxy). See [`LocalCluster::proxy`].
     pub proxy: Option<u64>,
-}
-
-/// Where the sink workers connect in ACL scenarios, and as whom.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SinkListener {
-    pub bootstrap: Vec<String>,
-    pub sasl: SaslPlain,
 }
 
 impl LocalSpec {
@@ -201,20 +154,6 @@ pub struct NodeStatus {
     pub log: PathBuf,
 }
 
-/// What a lifecycle action did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NodeEffect {
-    pub node_id: i32,
-    pub action: NodeAction,
-    /// Signals delivered and what was seen after each.
-    pub signals: Vec<SignalEffect>,
-    /// New pid after start/restart.
-    pub new_pid: Option<i32>,
-    /// The node answered again (start/restart/resume) within the timeout.
-    pub ready: Option<bool>,
-    pub elapsed_ms: u64,
-}
-
 /// A running local cluster.
 #[derive(Debug)]
 pub struct LocalCluster {
@@ -229,20 +168,6 @@ pub struct LocalCluster {
     pub remove_dir_on_teardown: bool,
     torn_down: bool,
     proxy: Option<Proxy>,
-}
-
-/// A Kafka cluster id: 16 random bytes, base64url without padding (22
-/// characters), never starting with '-' (Kafka's `Uuid.randomUuid` avoids those
-/// too, because command-line tools would read them as options).
-pub fn new_cluster_id() -> String {
-    use base64::Engine;
-    loop {
-        let bytes: [u8; 16] = rand::random();
-        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-        if !id.starts_with('-') {
-            return id;
-        }
-    }
 }
 
 /// One loopback port per node for the sink listener, distinct from each
@@ -364,7 +289,7 @@ impl LocalCluster {
         for i in 0..cluster.nodes.len() {
             cluster.launch(i)?;
         }
-        cluster.wait_ready(spec.ready_timeout).await?;
+        cluster.await_ready(spec.ready_timeout).await?;
         Ok(cluster)
     }
 
@@ -392,7 +317,7 @@ impl LocalCluster {
             if !out.status.success() {
                 let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
                 output.push_str(&String::from_utf8_lossy(&out.stderr));
-                return Err(ClusterError::Format { node, code: out.status.code(), output });
+                return Err(LocalError::Format { node, code: out.status.code(), output }.into());
             }
         }
         Ok(())
@@ -431,50 +356,6 @@ impl LocalCluster {
         Ok(())
     }
 
-    pub fn bootstrap(&self) -> String {
-        self.nodes.iter().filter(|n| n.intent == Intent::Running).map(|n| n.bootstrap()).collect::<Vec<_>>().join(",")
-    }
-
-    pub fn bootstrap_list(&self) -> Vec<String> {
-        self.nodes.iter().map(|n| n.bootstrap()).collect()
-    }
-
-    /// The sink's SASL listener (every node's), when the cluster was started
-    /// with [`LocalSpec::sink_sasl`]. Read back from each node's
-    /// `server.properties`, so an adopted cluster answers too.
-    pub fn sink_listener(&self) -> Option<SinkListener> {
-        let prefix = format!("{}://", config::SINK_LISTENER);
-        let jaas_user = format!("listener.name.{}.plain.sasl.jaas.config=", config::SINK_LISTENER.to_ascii_lowercase());
-        let mut bootstrap = Vec::new();
-        let mut sasl = None;
-        for n in &self.nodes {
-            let text = fs::read_to_string(n.config_path()).ok()?;
-            for line in text.lines() {
-                if let Some(v) = line.strip_prefix("listeners=") {
-                    bootstrap.extend(v.split(',').filter_map(|l| l.strip_prefix(&prefix)).map(str::to_string));
-                }
-                if let Some(v) = line.strip_prefix(&jaas_user) {
-                    // `... required user_<name>="<password>";`
-                    let (_, rest) = v.split_once(" user_")?;
-                    let (name, pw) = rest.split_once('=')?;
-                    sasl = Some(SaslPlain::new(name, pw.trim_end_matches(';').trim_matches('"')));
-                }
-            }
-        }
-        (!bootstrap.is_empty()).then_some(())?;
-        Some(SinkListener { bootstrap, sasl: sasl? })
-    }
-
-    /// The Kafka-aware proxy in front of every listener, when the spec asked
-    /// for one. It lives as long as the cluster, across node stops and kills.
-    pub fn proxy(&self) -> Option<Proxy> {
-        self.proxy.clone()
-    }
-
-    pub fn node_ids(&self) -> Vec<i32> {
-        self.nodes.iter().map(|n| n.addr.node_id).collect()
-    }
-
     fn index(&self, id: i32) -> Result<usize, ClusterError> {
         self.nodes
             .iter()
@@ -488,7 +369,7 @@ impl LocalCluster {
 
     /// Ready = every node meant to run answers ApiVersions and its Metadata
     /// lists every node meant to run.
-    pub async fn wait_ready(&mut self, timeout: Duration) -> Result<(), ClusterError> {
+    async fn await_ready(&mut self, timeout: Duration) -> Result<(), ClusterError> {
         let want: Vec<usize> = (0..self.nodes.len()).filter(|&i| self.nodes[i].intent == Intent::Running).collect();
         let started = Instant::now();
         let mut last = String::from("no node answered yet");
@@ -528,11 +409,17 @@ impl LocalCluster {
         }
     }
 
-    /// Applies a lifecycle action to node `id` and reports its effect.
-    pub async fn act(&mut self, id: i32, action: NodeAction, timeout: Duration) -> Result<NodeEffect, ClusterError> {
+    /// Applies a lifecycle action to node `id` and reports its effect ([`Cluster::act_with`]).
+    async fn apply(
+        &mut self,
+        id: i32,
+        action: NodeAction,
+        timeout: Duration,
+        mut on_down: Option<OnDown>,
+    ) -> Result<NodeEffect, ClusterError> {
         let i = self.index(id)?;
         let started = Instant::now();
-        let mut effect = NodeEffect { node_id: id, action, signals: vec![], new_pid: None, ready: None, elapsed_ms: 0 };
+        let mut effect = NodeEffect::new(id, action);
         let state = self.nodes[i].intent;
         match action {
             NodeAction::Kill => {
@@ -540,11 +427,13 @@ impl LocalCluster {
                 effect.signals.push(self.signal(i, p, Signal::SIGKILL, Duration::from_secs(5))?);
                 self.reap(i);
                 self.nodes[i].intent = Intent::Killed;
+                tell_down(&mut on_down, &effect, started);
             }
             NodeAction::Stop => {
                 let p = self.require_process(i, action)?;
                 effect.signals.extend(self.stop(i, p, timeout).await?);
                 self.nodes[i].intent = Intent::Stopped;
+                tell_down(&mut on_down, &effect, started);
             }
             NodeAction::Pause => {
                 if state != Intent::Running {
@@ -571,6 +460,8 @@ impl LocalCluster {
                         effect.signals.extend(self.stop(i, p, timeout).await?);
                     }
                 }
+                // The old JVM is reaped (or there was none): down, and not yet started again.
+                tell_down(&mut on_down, &effect, started);
                 self.launch(i)?;
                 effect.new_pid = self.nodes[i].process.map(|p| p.pid);
                 effect.ready = Some(self.wait_node_ready(i, timeout).await.is_ok());
@@ -594,7 +485,7 @@ impl LocalCluster {
 
     fn signal(&mut self, i: usize, p: ProcessId, sig: Signal, within: Duration) -> Result<SignalEffect, ClusterError> {
         let id = self.nodes[i].addr.node_id;
-        let e = p.signal_group(sig, within).map_err(|source| ClusterError::Signal { id, source })?;
+        let e = p.signal_group(sig, within).map_err(|source| LocalError::Signal { id, source })?;
         tracing::info!(node = id, signal = %sig, confirmed = e.confirmed, observed = ?e.observed, "signal delivered");
         Ok(e)
     }
@@ -765,6 +656,78 @@ impl LocalCluster {
     }
 }
 
+/// The local backend behind the cluster layer's one trait. The lookups are the trait's own
+/// (the Kafka requests of [`super::lookup`]); network isolation goes through the proxy, which
+/// fronts every listener, so `isolates_nodes` stays false.
+impl Cluster for LocalCluster {
+    fn backend(&self) -> &'static str {
+        "local"
+    }
+
+    fn node_ids(&self) -> Vec<i32> {
+        self.nodes.iter().map(|n| n.addr.node_id).collect()
+    }
+
+    fn bootstrap_list(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.bootstrap()).collect()
+    }
+
+    fn bootstrap(&self) -> String {
+        self.nodes.iter().filter(|n| n.intent == Intent::Running).map(|n| n.bootstrap()).collect::<Vec<_>>().join(",")
+    }
+
+    fn act_with(
+        &mut self,
+        node: i32,
+        action: NodeAction,
+        timeout: Duration,
+        on_down: Option<OnDown>,
+    ) -> ClusterFuture<'_, NodeEffect> {
+        Box::pin(self.apply(node, action, timeout, on_down))
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> ClusterFuture<'_, ()> {
+        Box::pin(self.await_ready(timeout))
+    }
+
+    /// The sink's SASL listener (every node's), when the cluster was started
+    /// with [`LocalSpec::sink_sasl`]. Read back from each node's
+    /// `server.properties`, so an adopted cluster answers too.
+    fn sink_listener(&self) -> Option<SinkListener> {
+        let prefix = format!("{}://", config::SINK_LISTENER);
+        let jaas_user = format!("listener.name.{}.plain.sasl.jaas.config=", config::SINK_LISTENER.to_ascii_lowercase());
+        let mut bootstrap = Vec::new();
+        let mut sasl = None;
+        for n in &self.nodes {
+            let text = fs::read_to_string(n.config_path()).ok()?;
+            for line in text.lines() {
+                if let Some(v) = line.strip_prefix("listeners=") {
+                    bootstrap.extend(v.split(',').filter_map(|l| l.strip_prefix(&prefix)).map(str::to_string));
+                }
+                if let Some(v) = line.strip_prefix(&jaas_user) {
+                    // `... required user_<name>="<password>";`
+                    let (_, rest) = v.split_once(" user_")?;
+                    let (name, pw) = rest.split_once('=')?;
+                    sasl = Some(SaslPlain::new(name, pw.trim_end_matches(';').trim_matches('"')));
+                }
+            }
+        }
+        (!bootstrap.is_empty()).then_some(())?;
+        Some(SinkListener { bootstrap, sasl: sasl? })
+    }
+
+    /// The Kafka-aware proxy in front of every listener, when the spec asked
+    /// for one. It lives as long as the cluster, across node stops and kills.
+    fn proxy(&self) -> Option<Proxy> {
+        self.proxy.clone()
+    }
+
+    fn teardown(&mut self) -> BoxFuture<'_, ()> {
+        LocalCluster::teardown(self);
+        Box::pin(async {})
+    }
+}
+
 impl Drop for LocalCluster {
     fn drop(&mut self) {
         self.teardown();
@@ -794,27 +757,5 @@ impl From<NodeAddr> for NodeAddrRecord {
 impl From<NodeAddrRecord> for NodeAddr {
     fn from(a: NodeAddrRecord) -> Self {
         NodeAddr { node_id: a.node_id, broker_port: a.broker_port, controller_port: a.controller_port }
-    }
-}
-
-/// One readiness probe of one node: it answers ApiVersions, and its Metadata
-/// lists exactly the expected broker ids (a fenced or unregistered broker is
-/// missing from Metadata). The containers backend uses the same rule.
-pub(crate) async fn node_sees(bootstrap: &str, expected: &[i32]) -> Result<(), String> {
-    let cfg = ClientConfig {
-        request_timeout: Duration::from_secs(2),
-        retry_deadline: Duration::from_secs(1),
-        ..ClientConfig::default()
-    };
-    let mut client = Client::connect(&[bootstrap.to_string()], cfg).await.map_err(|e| e.to_string())?;
-    let md = client.metadata(Some(&[])).await.map_err(|e| e.to_string())?;
-    let mut seen: Vec<i32> = md.brokers.iter().map(|b| b.node_id).collect();
-    seen.sort_unstable();
-    let mut want = expected.to_vec();
-    want.sort_unstable();
-    if seen == want {
-        Ok(())
-    } else {
-        Err(format!("metadata lists brokers {seen:?}, expected {want:?}"))
     }
 }

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::local::{Intent, LocalCluster, LocalNodeRecord};
+use super::local::{LocalCluster, LocalNodeRecord};
+use super::Intent;
 use crate::install::KafkaDist;
 
 pub const STATE_FILE: &str = "cluster.json";

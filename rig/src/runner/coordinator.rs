@@ -44,12 +44,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::checkpoints::CheckpointStore;
-use super::faults::{self, BrokerTarget, Brokers, FaultSlot, Heal, HealAction};
+use super::faults::{self, BrokerTarget, FaultSlot, Heal, HealAction};
 use super::history::History;
 use super::workers::{LaunchSpec, Launcher};
 use super::{FaultRecord, JobOutcome, ModeOutcome};
-use crate::cluster::local::NodeAction;
-use crate::cluster::local::NodeEffect;
+use crate::cluster::{Cluster, NodeAction, NodeEffect};
 use crate::scenario::{FaultKind, FaultSpec, JobSpec, TidSelector, When};
 use sinkhole_faults::proxy::Proxy;
 
@@ -68,7 +67,7 @@ pub struct JobConfig {
     pub progress: bool,
     /// Workers bootstrap from this listener with its credentials instead of
     /// the cluster's bootstrap (ACL scenarios: the sink's own principal).
-    pub sink_listener: Option<crate::cluster::local::SinkListener>,
+    pub sink_listener: Option<crate::cluster::SinkListener>,
 }
 
 /// After a worker exits (or its connection closes) the other signal usually
@@ -169,7 +168,7 @@ fn role_evidence(role: &str, of: &str, node: i32, found_by: &str) -> serde_json:
 
 /// Runs one broker job to its end (a restart includes the wait until the
 /// node answers again).
-async fn run_broker_job<B: Brokers>(brokers: &mut B, job: BrokerJob) -> BrokerDone {
+async fn run_broker_job<B: Cluster + ?Sized>(brokers: &mut B, job: BrokerJob) -> BrokerDone {
     let mut done = BrokerDone {
         job: job.clone(),
         coordinator: serde_json::Value::Null,
@@ -239,7 +238,7 @@ async fn run_broker_job<B: Brokers>(brokers: &mut B, job: BrokerJob) -> BrokerDo
         }
     };
     for node in nodes {
-        let r = brokers.act(node, action).await;
+        let r = brokers.act(node, action, faults::NODE_ACTION_TIMEOUT).await.map_err(|e| e.to_string());
         done.results.push((node, r));
     }
     done
@@ -250,10 +249,10 @@ async fn run_broker_job<B: Brokers>(brokers: &mut B, job: BrokerJob) -> BrokerDo
 /// node answers and no partition is under-replicated. Nodes go in id order
 /// with the active controller last, so the quorum elects a new leader once,
 /// at the end, instead of while other nodes are down.
-async fn rolling_restart<B: Brokers>(brokers: &mut B, done: &mut BrokerDone) {
+async fn rolling_restart<B: Cluster + ?Sized>(brokers: &mut B, done: &mut BrokerDone) {
     let mut order = brokers.node_ids();
     order.sort_unstable();
-    let controller = brokers.controller().await;
+    let controller = brokers.controller().await.map_err(|e| e.to_string());
     if let Ok(c) = controller {
         if let Some(i) = order.iter().position(|&n| n == c) {
             let n = order.remove(i);
@@ -263,7 +262,7 @@ async fn rolling_restart<B: Brokers>(brokers: &mut B, done: &mut BrokerDone) {
     let mut ok = true;
     for node in order {
         let started = Instant::now();
-        let r = brokers.act(node, NodeAction::Restart).await;
+        let r = brokers.act(node, NodeAction::Restart, faults::NODE_ACTION_TIMEOUT).await.map_err(|e| e.to_string());
         let ready_ms = started.elapsed().as_millis() as u64;
         let restarted = r.as_ref().is_ok_and(faults::node_effect_confirmed);
         let mut entry = faults::node_effect_json(node, &r);
@@ -272,7 +271,7 @@ async fn rolling_restart<B: Brokers>(brokers: &mut B, done: &mut BrokerDone) {
         if restarted {
             let waited = Instant::now();
             loop {
-                let u = brokers.under_replicated().await;
+                let u = brokers.under_replicated().await.map_err(|e| e.to_string());
                 let zero = matches!(u, Ok(0));
                 urp_last = Some(u.clone());
                 if zero || waited.elapsed() >= URP_TIMEOUT {
@@ -375,7 +374,7 @@ enum Phase {
     Done,
 }
 
-pub struct Coordinator<'a, L: Launcher, B: Brokers> {
+pub struct Coordinator<'a, L: Launcher, B: Cluster + ?Sized> {
     cfg: JobConfig,
     launcher: L,
     /// None while a broker action runs beside the loop (it holds the cluster).
@@ -464,7 +463,7 @@ fn socket_path(dir: &Path, run_id: &str, mode: SinkMode) -> PathBuf {
     std::env::temp_dir().join(format!("sinkhole-{}-{tag}-{}.sock", std::process::id(), mode.name()))
 }
 
-impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
+impl<'a, L: Launcher, B: Cluster + ?Sized> Coordinator<'a, L, B> {
     pub fn new(cfg: JobConfig, launcher: L, brokers: &'a mut B) -> anyhow::Result<Self> {
         for sub in ["workers", "logs"] {
             std::fs::create_dir_all(cfg.dir.join(sub)).with_context(|| format!("creating {}", cfg.dir.display()))?;
@@ -482,7 +481,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
             cfg,
             launcher,
             node_ids: brokers.node_ids(),
-            bootstrap: brokers.bootstrap(),
+            bootstrap: brokers.client_bootstrap(),
             brokers: Some(brokers),
             broker_op: None,
             broker_queue: VecDeque::new(),
@@ -559,7 +558,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
     }
 
     async fn drive(&mut self) -> anyhow::Result<()> {
-        enum Wake<'b, B> {
+        enum Wake<'b, B: ?Sized> {
             Msg(Option<Inbound>),
             Op((&'b mut B, BrokerDone)),
             Tick,
@@ -639,7 +638,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         let j = self.cfg.job.clone();
         let heartbeat_ms = (j.heartbeat_timeout_ms / 4).clamp(20, 1000);
         if let Some(b) = self.brokers.as_deref() {
-            self.bootstrap = b.bootstrap();
+            self.bootstrap = b.client_bootstrap();
         }
         let (bootstrap, sasl) = match &self.cfg.sink_listener {
             Some(l) => (l.bootstrap.clone(), Some(l.sasl.clone())),
@@ -1634,13 +1633,13 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
             for &n in &blackholed {
                 match brokers.isolate(n).await {
                     Ok(e) => {
-                        all &= e.get("confirmed").and_then(|c| c.as_bool()) == Some(true);
+                        all &= e.confirmed;
                         isolated.push(n);
-                        nodes.push(json!({"node": n, "confirmed": e.get("confirmed"), "network": e}));
+                        nodes.push(json!({"node": n, "confirmed": e.confirmed, "network": e}));
                     }
                     Err(e) => {
                         all = false;
-                        nodes.push(json!({"node": n, "confirmed": false, "error": e}));
+                        nodes.push(json!({"node": n, "confirmed": false, "error": e.to_string()}));
                     }
                 }
             }
@@ -1852,7 +1851,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
                 let seen = match brokers.describe_transactions(ids).await {
                     Ok(v) => v,
-                    Err(e) => json!({"error": e}),
+                    Err(e) => json!({"error": e.to_string()}),
                 };
                 let mut obs = json!({"after_ms": self.cfg.job.transaction_timeout_ms as i64 + 1_500,
                                      "transactions": seen});
@@ -1887,7 +1886,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
                 for n in nodes {
                     out.push(match brokers.rejoin(n).await {
                         Ok(e) => json!({"node": n, "network": e}),
-                        Err(e) => json!({"node": n, "error": e}),
+                        Err(e) => json!({"node": n, "error": e.to_string()}),
                     });
                 }
                 json!({"nodes": out})
@@ -1934,7 +1933,7 @@ impl<'a, L: Launcher, B: Brokers> Coordinator<'a, L, B> {
         }
         if self.faults.iter().any(|f| f.fired() && is_broker_fault(f.spec.kind)) {
             let brokers = self.brokers.as_deref_mut().expect("no broker job in flight");
-            if let Err(e) = brokers.wait_ready().await {
+            if let Err(e) = brokers.wait_ready(faults::READY_TIMEOUT).await {
                 self.coord(EventKind::Note { text: format!("the cluster was not ready after the faults: {e}") })?;
                 anyhow::bail!("the cluster did not recover after the faults: {e}");
             }

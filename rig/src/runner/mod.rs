@@ -32,7 +32,7 @@ pub struct ModeRun<'a> {
     /// `results/<run-id>/<mode>/`: history.jsonl, checkpoints/, logs/ go here.
     pub dir: PathBuf,
     /// Either backend (local processes or containers).
-    pub cluster: &'a mut Cluster,
+    pub cluster: &'a mut dyn Cluster,
     pub topic: String,
     /// Transactional id prefix for this mode (unique per run and mode).
     pub tid_prefix: String,
