@@ -15,7 +15,6 @@
 //! - [`report`]: `report.html`, the run in a browser (inline SVG plots, no script).
 pub mod checker;
 pub mod cluster;
-pub mod image;
 pub mod install;
 pub mod junit;
 pub mod kafka_names;

@@ -32,7 +32,7 @@ async fn ready_to_run(test: &str) -> bool {
         return false;
     }
     let docker = containers::engine().await.expect("engine");
-    let tag = sinkhole_rig::image::default_tag("4.4.0");
+    let tag = sinkhole_rig::cluster::containers::image::default_tag("4.4.0");
     if docker.inspect_image(&tag).await.is_err() {
         let out = Command::new(common::bin()).args(["image", "build", "--kafka", "4.4.0"]).output().unwrap();
         assert!(out.status.success(), "image build: {}", String::from_utf8_lossy(&out.stderr));
