@@ -12,8 +12,10 @@
 //! - [`checker`]: drains the output and counts anomalies;
 //! - [`latency`]: latency histograms (history, live tail) and the interval log.
 //! - [`matrix`]: `sinkhole matrix`, scenarios × Kafka versions × seeds, compared;
-//! - [`report`]: `report.html`, the run in a browser (inline SVG plots, no script).
+//! - [`report`]: `report.html`, the run in a browser (inline SVG plots, no script);
+//! - [`cli`]: the `sinkhole` commands, one file each (arguments and what they do).
 pub mod checker;
+pub mod cli;
 pub mod cluster;
 pub mod install;
 pub mod junit;

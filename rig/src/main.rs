@@ -4,16 +4,15 @@
 //! request failed), 2 bad input (arguments, versions, ports, files).
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use clap::{Args, Parser, Subcommand};
-use sinkhole_rig::cluster::config::parse_overrides;
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
-use sinkhole_rig::cluster::state::{self, ClusterState, Liveness};
-use sinkhole_rig::cluster::{Cluster, ClusterError, NodeAction};
-use sinkhole_rig::install::{self, InstallOutcome, KafkaDist};
-use sinkhole_rig::procs::Lifetime;
+use sinkhole_rig::cli::{self, cluster::ClusterCmd, cluster::ClusterShape, cluster::KafkaSel};
+use sinkhole_rig::cluster::local::LocalCluster;
+use sinkhole_rig::cluster::state;
+use sinkhole_rig::cluster::Cluster;
+use sinkhole_rig::install::{self, InstallOutcome};
 use sinkhole_rig::{probe, DEFAULT_KAFKA};
 
 #[derive(Parser)]
@@ -189,98 +188,6 @@ enum ImageCmd {
     },
 }
 
-#[derive(Args, Clone)]
-struct KafkaSel {
-    /// Kafka version (installed from Maven Central if missing).
-    #[arg(long)]
-    kafka: Option<String>,
-    /// Use an existing Kafka distribution (a directory with libs/*.jar) instead of the cache.
-    #[arg(long, env = "KAFKA_HOME")]
-    kafka_home: Option<PathBuf>,
-}
-
-#[derive(Args, Clone)]
-struct ClusterShape {
-    /// Number of KRaft nodes (combined broker+controller): 1, 3 or 5.
-    #[arg(long, default_value_t = 1)]
-    nodes: usize,
-    /// Broker setting key=value (repeatable); applied to every node.
-    #[arg(long = "broker-config", value_name = "KEY=VALUE")]
-    broker_config: Vec<String>,
-    /// First port: node i listens on BASE+2(i-1) (broker) and the next (controller). Default: free ports.
-    #[arg(long)]
-    base_port: Option<u16>,
-    /// JVM max heap per broker.
-    #[arg(long, default_value = "512m")]
-    heap: String,
-    /// Seconds to wait for the cluster to be ready.
-    #[arg(long, default_value_t = 120)]
-    ready_timeout: u64,
-}
-
-#[derive(Subcommand)]
-enum ClusterCmd {
-    /// Start a cluster and leave it running; prints its bootstrap servers.
-    Up {
-        #[arg(long, default_value = "default")]
-        name: String,
-        #[command(flatten)]
-        kafka: KafkaSel,
-        #[command(flatten)]
-        shape: ClusterShape,
-        /// Print the state as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Where the nodes run: local JVMs, or containers (Docker/Podman API; see README).
-        #[arg(long, default_value = "local", value_parser = ["local", "containers"])]
-        backend: String,
-        /// Container image (containers backend); default localhost/sinkhole-kafka:<version>,
-        /// else apache/kafka:<version>.
-        #[arg(long)]
-        image: Option<String>,
-    },
-    /// Kill every node and remove the cluster's directory.
-    Down {
-        #[arg(long, default_value = "default")]
-        name: String,
-        /// Keep the directory (data and logs).
-        #[arg(long)]
-        keep_data: bool,
-    },
-    /// Nodes, pids, ports, and whether each runs.
-    Status {
-        #[arg(long, default_value = "default")]
-        name: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// SIGKILL a node.
-    Kill(NodeArgs),
-    /// SIGTERM a node and wait for its controlled shutdown.
-    Stop(NodeArgs),
-    /// SIGSTOP a node.
-    Pause(NodeArgs),
-    /// SIGCONT a paused node.
-    Resume(NodeArgs),
-    /// Start a stopped or killed node.
-    Start(NodeArgs),
-    /// Stop a node (if running) and start it again with the same id and data.
-    Restart(NodeArgs),
-}
-
-#[derive(Args)]
-struct NodeArgs {
-    /// Node id (1-based).
-    node: i32,
-    #[arg(long, default_value = "default")]
-    name: String,
-    /// Seconds to wait for a stop or for the node to be ready again.
-    #[arg(long, default_value_t = 60)]
-    timeout: u64,
-    #[arg(long)]
-    json: bool,
-}
-
 #[derive(Args)]
 struct ProbeArgs {
     /// Start a throwaway local cluster of this Kafka version (with 2PC and unstable APIs enabled).
@@ -319,6 +226,14 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 
 fn bad(e: impl Into<anyhow::Error>) -> Failure {
     Failure::BadInput(e.into())
+}
+
+/// A library command's error as this binary's exit code.
+fn run_failure(e: sinkhole_rig::run::RunError) -> Failure {
+    match e {
+        sinkhole_rig::run::RunError::BadInput(e) => Failure::BadInput(e),
+        sinkhole_rig::run::RunError::Failed(e) => Failure::Failed(e),
+    }
 }
 
 fn main() -> ExitCode {
@@ -364,7 +279,7 @@ fn main() -> ExitCode {
 async fn dispatch(cmd: Command) -> Result<(), Failure> {
     match cmd {
         Command::Setup { kafka } => setup(&kafka),
-        Command::Cluster(c) => cluster(c).await,
+        Command::Cluster(c) => cli::cluster::run(c).await.map_err(run_failure),
         Command::Probe(p) => probe_cmd(p).await,
         Command::Run { file, modes, kafka, seed, results, json, backend, image } => {
             let args = sinkhole_rig::run::RunArgs { file, modes, kafka, seed, results, json };
@@ -520,248 +435,6 @@ fn install_failure(e: install::InstallError) -> Failure {
     }
 }
 
-/// Resolves the distribution to run: KAFKA_HOME wins, else the version
-/// (installed on demand).
-fn dist_for(sel: &KafkaSel) -> Result<KafkaDist, Failure> {
-    if let Some(home) = &sel.kafka_home {
-        return install::resolve(None, Some(home)).map_err(install_failure);
-    }
-    let v = sel.kafka.clone().unwrap_or_else(|| DEFAULT_KAFKA.to_string());
-    let v = install::parse_versions(&v).map_err(bad)?;
-    if v.len() != 1 {
-        return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
-    }
-    install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)
-}
-
-fn spec_from(shape: &ClusterShape, dist: KafkaDist, dir: PathBuf) -> Result<LocalSpec, Failure> {
-    if !matches!(shape.nodes, 1 | 3 | 5) {
-        return Err(bad(anyhow!("--nodes {}: use 1, 3 or 5 KRaft nodes", shape.nodes)));
-    }
-    let mut spec = LocalSpec::new(dist, shape.nodes, dir);
-    spec.broker_config = parse_overrides(&shape.broker_config).map_err(bad)?;
-    spec.base_port = shape.base_port;
-    spec.heap = shape.heap.clone();
-    spec.ready_timeout = Duration::from_secs(shape.ready_timeout);
-    if let Some(p) = shape.base_port {
-        // Occupied ports are the user's input: check before any JVM starts.
-        sinkhole_rig::cluster::ports::allocate(shape.nodes, Some(p)).map_err(bad)?;
-    }
-    Ok(spec)
-}
-
-/// Loads a named cluster's state, cleaning it if it is stale.
-fn load_state(name: &str) -> Result<ClusterState, Failure> {
-    let st = ClusterState::load(name).map_err(bad)?;
-    if st.liveness() == Liveness::Stale {
-        clean_stale(&st);
-        return Err(bad(anyhow!(
-            "cluster '{name}' was left by a run that crashed (no node process is alive): its state was cleaned; start a new one with `sinkhole cluster up`"
-        )));
-    }
-    Ok(st)
-}
-
-fn clean_stale(st: &ClusterState) {
-    eprintln!(
-        "sinkhole: cluster '{}' at {} is stale (none of its node processes is alive): removing it",
-        st.name,
-        st.dir.display()
-    );
-    let _ = std::fs::remove_dir_all(&st.dir);
-}
-
-fn dist_of_state(st: &ClusterState) -> Result<KafkaDist, Failure> {
-    install::resolve(Some(&st.version), st.kafka_home.as_deref()).map_err(install_failure)
-}
-
-async fn cluster(cmd: ClusterCmd) -> Result<(), Failure> {
-    match cmd {
-        ClusterCmd::Up { name, kafka, shape, json, backend, image } if backend == "containers" => {
-            containers_up(&name, &kafka, &shape, image, json).await
-        }
-        ClusterCmd::Down { name, keep_data } if containers_record(&name).is_some() => {
-            containers_down(&name, keep_data).await
-        }
-        ClusterCmd::Status { name, json } if containers_record(&name).is_some() => containers_status(&name, json).await,
-        ClusterCmd::Up { name, kafka, shape, json, .. } => {
-            let dir = state::cluster_dir(&name);
-            match ClusterState::load(&name) {
-                Ok(st) => match st.liveness() {
-                    Liveness::Stale => clean_stale(&st),
-                    _ => {
-                        return Err(bad(anyhow!(
-                            "cluster '{name}' already exists (bootstrap {}); `sinkhole cluster down --name {name}` first, or pick another --name",
-                            st.nodes.iter().map(|n| format!("127.0.0.1:{}", n.addr.broker_port)).collect::<Vec<_>>().join(",")
-                        )))
-                    }
-                },
-                Err(state::StateError::Missing { .. }) => {
-                    if dir.exists() {
-                        // A directory without a state file: left by a crash during
-                        // `up`, or kept by `down --keep-data`.
-                        progress(&format!("removing the leftover directory {} (no cluster state in it)", dir.display()));
-                        let _ = std::fs::remove_dir_all(&dir);
-                    }
-                }
-                Err(e) => return Err(bad(e)),
-            }
-            let dist = dist_for(&kafka)?;
-            let mut spec = spec_from(&shape, dist, dir)?;
-            spec.lifetime = Lifetime::Detached;
-            let t0 = Instant::now();
-            progress(&format!("starting {} node(s) of Kafka {} …", spec.nodes, spec.dist.version));
-            let cluster = LocalCluster::start(spec).await.context("starting the cluster")?;
-            let ready = t0.elapsed();
-            let bootstrap = cluster.bootstrap();
-            let st = ClusterState::from_cluster(&name, kafka.kafka_home.clone(), cluster);
-            st.save()?;
-            if json {
-                let mut v = serde_json::to_value(&st)?;
-                v["bootstrap"] = bootstrap.clone().into();
-                v["ready_ms"] = (ready.as_millis() as u64).into();
-                println!("{}", serde_json::to_string_pretty(&v)?);
-            } else {
-                println!(
-                    "cluster '{name}' ready in {:.1} s: Kafka {}, {} node(s)",
-                    ready.as_secs_f64(),
-                    st.version,
-                    st.nodes.len()
-                );
-                println!("bootstrap: {bootstrap}");
-                println!("state:     {}", st.path().display());
-            }
-            Ok(())
-        }
-        ClusterCmd::Down { name, keep_data } => {
-            let st = match ClusterState::load(&name) {
-                Ok(st) => st,
-                Err(e) => return Err(bad(e)),
-            };
-            let dist = dist_of_state(&st).ok();
-            let live: Vec<_> = st.nodes.iter().filter_map(|n| n.process).filter(|p| p.is_alive()).collect();
-            match dist {
-                Some(d) => st.adopt(d).force_teardown(!keep_data),
-                None => {
-                    for p in &live {
-                        let _ = p.signal_group(nix::sys::signal::Signal::SIGKILL, Duration::from_secs(5));
-                    }
-                    if !keep_data {
-                        let _ = std::fs::remove_dir_all(&st.dir);
-                    }
-                }
-            }
-            let left: Vec<i32> = live.iter().filter(|p| p.is_alive()).map(|p| p.pid).collect();
-            if !left.is_empty() {
-                return Err(Failure::Failed(anyhow!("processes still alive after SIGKILL: {left:?}")));
-            }
-            if keep_data {
-                // Data and logs stay, but the cluster is gone: without its state
-                // file no later command mistakes the directory for a live cluster.
-                let _ = std::fs::remove_file(st.path());
-            }
-            println!(
-                "cluster '{name}' is down: killed {} node process(es){}",
-                live.len(),
-                if keep_data { ", data kept" } else { ", directory removed" }
-            );
-            Ok(())
-        }
-        ClusterCmd::Status { name, json } => {
-            let st = load_state(&name)?;
-            let dist = dist_of_state(&st)?;
-            let mut c = st.adopt(dist);
-            let status = c.status();
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({
-                        "name": name, "version": st.version, "cluster_id": st.cluster_id,
-                        "bootstrap": st.nodes.iter().map(|n| format!("127.0.0.1:{}", n.addr.broker_port)).collect::<Vec<_>>().join(","),
-                        "nodes": status,
-                    }))?
-                );
-            } else {
-                println!("cluster '{name}': Kafka {}, cluster id {}", st.version, st.cluster_id);
-                println!(
-                    "{:<5} {:<8} {:<7} {:<11} {:<10} {:<9} log",
-                    "node", "pid", "broker", "controller", "intent", "observed"
-                );
-                for s in status {
-                    println!(
-                        "{:<5} {:<8} {:<7} {:<11} {:<10} {:<9} {}",
-                        s.node_id,
-                        s.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
-                        s.broker_port,
-                        s.controller_port,
-                        format!("{:?}", s.intent).to_lowercase(),
-                        format!("{:?}", s.observed).to_lowercase(),
-                        s.log.display()
-                    );
-                }
-            }
-            Ok(())
-        }
-        ClusterCmd::Kill(a) => node_action(a, NodeAction::Kill).await,
-        ClusterCmd::Stop(a) => node_action(a, NodeAction::Stop).await,
-        ClusterCmd::Pause(a) => node_action(a, NodeAction::Pause).await,
-        ClusterCmd::Resume(a) => node_action(a, NodeAction::Resume).await,
-        ClusterCmd::Start(a) => node_action(a, NodeAction::Start).await,
-        ClusterCmd::Restart(a) => node_action(a, NodeAction::Restart).await,
-    }
-}
-
-async fn node_action(a: NodeArgs, action: NodeAction) -> Result<(), Failure> {
-    if let Some(rec) = containers_record(&a.name) {
-        return containers_node_action(a, action, rec).await;
-    }
-    let mut st = load_state(&a.name)?;
-    let dist = dist_of_state(&st)?;
-    let mut c = st.adopt(dist);
-    if !c.node_ids().contains(&a.node) {
-        return Err(bad(anyhow!("cluster '{}' has no node {}; its nodes are {:?}", a.name, a.node, c.node_ids())));
-    }
-    let res = c.act(a.node, action, Duration::from_secs(a.timeout)).await;
-    st.update_from(c);
-    st.save()?;
-    let effect = res.map_err(|e| match e {
-        ClusterError::WrongState { .. } => bad(e),
-        e => Failure::Failed(e.into()),
-    })?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&effect)?);
-    } else {
-        let sigs: Vec<String> = effect
-            .signals
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} → {:?}{} after {} ms",
-                    s.signal,
-                    s.observed,
-                    if s.confirmed { " (confirmed)" } else { " (NOT confirmed)" },
-                    s.after_ms
-                )
-                .to_lowercase()
-            })
-            .collect();
-        println!(
-            "node {}: {:?} done in {} ms{}{}{}",
-            a.node,
-            action,
-            effect.elapsed_ms,
-            if sigs.is_empty() { String::new() } else { format!("; {}", sigs.join("; ")) },
-            effect.new_pid.map(|p| format!("; new pid {p}")).unwrap_or_default(),
-            match effect.ready {
-                Some(true) => "; answering again",
-                Some(false) => "; NOT answering yet",
-                None => "",
-            }
-        );
-    }
-    Ok(())
-}
-
 /// A probe killed by a signal cannot remove its throwaway cluster's directory
 /// (its brokers die with it; their data stays). The next probe removes the
 /// directories of probes whose process is gone.
@@ -788,7 +461,8 @@ async fn probe_cmd(p: ProbeArgs) -> Result<(), Failure> {
             return Err(bad(anyhow!("--bootstrap '{b}': expected host:port[,host:port...]")));
         }
     } else {
-        let dist = dist_for(&KafkaSel { kafka: p.kafka.clone(), kafka_home: p.kafka_home.clone() })?;
+        let dist = cli::cluster::dist_for(&KafkaSel { kafka: p.kafka.clone(), kafka_home: p.kafka_home.clone() })
+            .map_err(run_failure)?;
         sweep_dead_probe_dirs();
         let dir = state::clusters_root().join(format!("probe-{}", std::process::id()));
         let shape = ClusterShape {
@@ -798,7 +472,7 @@ async fn probe_cmd(p: ProbeArgs) -> Result<(), Failure> {
             heap: "512m".into(),
             ready_timeout: 120,
         };
-        let mut spec = spec_from(&shape, dist, dir)?;
+        let mut spec = cli::cluster::local_spec(&shape, dist, dir).map_err(run_failure)?;
         // What KIP-939 needs, and a quick timeout-abort scan so the check is short.
         for (k, v) in [
             ("transaction.two.phase.commit.enable", "true"),
@@ -821,184 +495,6 @@ async fn probe_cmd(p: ProbeArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", probe::render_table(&report));
-    }
-    Ok(())
-}
-
-/// The state of a containers cluster named `name`, if that is what it is.
-fn containers_record(name: &str) -> Option<sinkhole_rig::cluster::containers::ContainersRecord> {
-    let path = state::cluster_dir(name).join(sinkhole_rig::cluster::containers::STATE_FILE);
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-fn save_containers_record(
-    name: &str,
-    rec: &sinkhole_rig::cluster::containers::ContainersRecord,
-) -> Result<(), Failure> {
-    let path = state::cluster_dir(name).join(sinkhole_rig::cluster::containers::STATE_FILE);
-    std::fs::write(&path, serde_json::to_string_pretty(rec)? + "\n")
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
-/// `cluster up --backend containers`: the containers outlive the command (labelled `detached`),
-/// `containers.json` in the cluster directory finds them again.
-async fn containers_up(
-    name: &str,
-    kafka: &KafkaSel,
-    shape: &ClusterShape,
-    image: Option<String>,
-    json: bool,
-) -> Result<(), Failure> {
-    use sinkhole_rig::cluster::containers::{ContainersCluster, ContainersSpec};
-    let dir = state::cluster_dir(name);
-    if containers_record(name).is_some() || ClusterState::load(name).is_ok() {
-        return Err(bad(anyhow!(
-            "cluster '{name}' already exists; `sinkhole cluster down --name {name}` first, or pick another --name"
-        )));
-    }
-    if !matches!(shape.nodes, 1 | 3 | 5) {
-        return Err(bad(anyhow!("--nodes {}: use 1, 3 or 5 KRaft nodes", shape.nodes)));
-    }
-    let v = install::parse_versions(kafka.kafka.as_deref().unwrap_or(DEFAULT_KAFKA)).map_err(bad)?;
-    if v.len() != 1 {
-        return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut spec = ContainersSpec::new(&v[0], shape.nodes, dir, &format!("cluster-{name}"));
-    spec.broker_config = parse_overrides(&shape.broker_config).map_err(bad)?;
-    spec.heap = shape.heap.clone();
-    spec.ready_timeout = Duration::from_secs(shape.ready_timeout);
-    spec.image = image;
-    spec.detached = true;
-    let t0 = Instant::now();
-    progress(&format!("starting {} container(s) of Kafka {} …", spec.nodes, spec.version));
-    let cluster = ContainersCluster::start(spec).await.context("starting the containers cluster")?;
-    let ready = t0.elapsed();
-    let bootstrap = cluster.bootstrap();
-    let rec = cluster.detach();
-    save_containers_record(name, &rec)?;
-    if json {
-        let mut v = serde_json::to_value(&rec)?;
-        v["bootstrap"] = bootstrap.clone().into();
-        v["ready_ms"] = (ready.as_millis() as u64).into();
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        println!(
-            "cluster '{name}' ready in {:.1} s: Kafka {}, {} container(s) from {} on network {}",
-            ready.as_secs_f64(),
-            rec.version,
-            rec.nodes.len(),
-            rec.image,
-            rec.network
-        );
-        println!("bootstrap: {bootstrap}");
-    }
-    Ok(())
-}
-
-async fn containers_down(name: &str, keep_data: bool) -> Result<(), Failure> {
-    use sinkhole_rig::cluster::containers::{self, ContainersCluster};
-    let rec = containers_record(name).ok_or_else(|| bad(anyhow!("no containers cluster named '{name}'")))?;
-    let mut c = ContainersCluster::adopt(rec.clone()).await?;
-    c.force_teardown().await;
-    let docker = containers::engine().await?;
-    let (cs, nets, _) = containers::leftovers(&docker, &rec.run_id).await?;
-    if !cs.is_empty() || !nets.is_empty() {
-        return Err(Failure::Failed(anyhow!(
-            "still on the engine after removal: containers {cs:?}, networks {nets:?}"
-        )));
-    }
-    if keep_data {
-        let _ = std::fs::remove_file(rec.dir.join(containers::STATE_FILE));
-    } else {
-        let _ = std::fs::remove_dir_all(&rec.dir);
-    }
-    println!(
-        "cluster '{name}' is down: removed {} container(s) and network {}{}",
-        rec.nodes.len(),
-        rec.network,
-        if keep_data { ", logs kept" } else { ", directory removed" }
-    );
-    Ok(())
-}
-
-async fn containers_status(name: &str, json: bool) -> Result<(), Failure> {
-    use sinkhole_rig::cluster::containers::ContainersCluster;
-    let rec = containers_record(name).ok_or_else(|| bad(anyhow!("no containers cluster named '{name}'")))?;
-    let c = ContainersCluster::adopt(rec.clone()).await?;
-    let mut rows = Vec::new();
-    for n in &rec.nodes {
-        let state = c.engine_state(n.node_id).await.map(|s| s.status).unwrap_or_else(|e| format!("unknown ({e})"));
-        rows.push(serde_json::json!({"node_id": n.node_id, "container": n.name, "port": n.host_port,
-            "intent": n.intent, "engine": state}));
-    }
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"name": name, "backend": "containers",
-            "version": rec.version, "image": rec.image, "bootstrap": c.bootstrap(), "nodes": rows}))?
-        );
-    } else {
-        println!("cluster '{name}': Kafka {} in containers from {} (network {})", rec.version, rec.image, rec.network);
-        println!("{:<5} {:<7} {:<10} {:<9} container", "node", "port", "intent", "engine");
-        for r in rows {
-            println!(
-                "{:<5} {:<7} {:<10} {:<9} {}",
-                r["node_id"].as_i64().unwrap_or(0),
-                r["port"].as_u64().unwrap_or(0),
-                r["intent"].as_str().unwrap_or("?"),
-                r["engine"].as_str().unwrap_or("?"),
-                r["container"].as_str().unwrap_or("?")
-            );
-        }
-    }
-    Ok(())
-}
-
-async fn containers_node_action(
-    a: NodeArgs,
-    action: NodeAction,
-    rec: sinkhole_rig::cluster::containers::ContainersRecord,
-) -> Result<(), Failure> {
-    use sinkhole_rig::cluster::containers::ContainersCluster;
-    let mut c = ContainersCluster::adopt(rec).await?;
-    if !c.node_ids().contains(&a.node) {
-        return Err(bad(anyhow!("cluster '{}' has no node {}; its nodes are {:?}", a.name, a.node, c.node_ids())));
-    }
-    let res = c.act(a.node, action, Duration::from_secs(a.timeout)).await;
-    save_containers_record(&a.name, &c.record())?;
-    let effect = res.map_err(|e| match e {
-        ClusterError::WrongState { .. } => bad(e),
-        e => Failure::Failed(e.into()),
-    })?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&effect)?);
-    } else {
-        let sigs: Vec<String> = effect
-            .signals
-            .iter()
-            .map(|s| {
-                format!(
-                    "{}{} after {} ms",
-                    s.signal,
-                    if s.confirmed { " (confirmed)" } else { " (NOT confirmed)" },
-                    s.after_ms
-                )
-            })
-            .collect();
-        println!(
-            "node {}: {:?} done in {} ms; {}{}",
-            a.node,
-            action,
-            effect.elapsed_ms,
-            sigs.join("; "),
-            match effect.ready {
-                Some(true) => "; answering again",
-                Some(false) => "; NOT answering yet",
-                None => "",
-            }
-        );
     }
     Ok(())
 }

@@ -41,7 +41,6 @@ use std::path::PathBuf;
 use std::process::Child;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use sinkhole_faults::proxy::{ListenerKind, Proxy, Route};
 use testcontainers::bollard::models::{NetworkCreateRequest, PortBinding};
 use testcontainers::bollard::Docker;
@@ -50,6 +49,7 @@ use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 
 use super::ports;
+use super::state::{ContainersNodeRecord, ContainersRecord};
 use super::{
     new_cluster_id, BoxFuture, Cluster, ClusterError, ClusterFuture, Intent, NetworkEffect, NodeAction, NodeEffect,
     OnDown,
@@ -395,30 +395,6 @@ impl ContainersCluster {
         }
     }
 }
-
-/// A containers cluster as `sinkhole cluster up` leaves it: `containers.json` in its directory.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ContainersRecord {
-    pub version: String,
-    pub image: String,
-    pub cluster_id: String,
-    pub run_id: String,
-    pub network: String,
-    pub dir: PathBuf,
-    pub nodes: Vec<ContainersNodeRecord>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ContainersNodeRecord {
-    pub node_id: i32,
-    pub name: String,
-    pub host_port: u16,
-    pub container_id: String,
-    pub intent: Intent,
-}
-
-/// The state file of a containers cluster in a cluster directory.
-pub const STATE_FILE: &str = "containers.json";
 
 impl ContainersCluster {
     pub fn record(&self) -> ContainersRecord {
