@@ -238,6 +238,9 @@ fn run_failure(e: sinkhole_rig::run::RunError) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // SAFETY: only this thread runs yet — the signal thread, the async runtime and every child
+    // process start below. testcontainers reads the engine's address from DOCKER_HOST alone.
+    unsafe { sinkhole_rig::cluster::containers::export_docker_host() };
     let filter = match cli.verbose {
         0 => "warn",
         1 => "info,sinkhole=info",

@@ -52,36 +52,90 @@ pub fn podman_service_socket() -> PathBuf {
         .join("podman.sock")
 }
 
+/// Docker's default socket, which testcontainers also tries when `DOCKER_HOST` is unset.
+const DOCKER_DEFAULT_SOCKET: &str = "/var/run/docker.sock";
+
 /// The engine address: `DOCKER_HOST` when set, else the first socket that exists of Docker's
 /// default, the service of `scripts/podman-service.sh`, and Podman's rootful and rootless
-/// defaults. A socket found this way is exported as `DOCKER_HOST` (once, before any container
-/// exists) because testcontainers reads the engine address from there.
+/// defaults. Found once and kept; the environment is only read, never written (see
+/// [`export_docker_host`] for testcontainers, which reads the address from there).
 pub fn docker_host() -> Option<String> {
     static FOUND: OnceLock<Option<String>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            if let Ok(h) = std::env::var("DOCKER_HOST") {
-                if !h.is_empty() {
-                    return Some(h);
-                }
-            }
-            let mut candidates = vec![PathBuf::from("/var/run/docker.sock"), podman_service_socket()];
-            candidates.push(PathBuf::from("/run/podman/podman.sock"));
-            if let Ok(x) = std::env::var("XDG_RUNTIME_DIR") {
-                candidates.push(PathBuf::from(x).join("podman/podman.sock"));
-            }
-            let found = candidates.into_iter().find(|p| p.exists()).map(|p| format!("unix://{}", p.display()))?;
-            std::env::set_var("DOCKER_HOST", &found);
-            Some(found)
-        })
-        .clone()
+    FOUND.get_or_init(|| resolve_host(std::env::var("DOCKER_HOST").ok(), &socket_candidates())).clone()
 }
 
-/// A client of the engine that answered a ping.
+fn socket_candidates() -> Vec<PathBuf> {
+    let mut candidates = vec![PathBuf::from(DOCKER_DEFAULT_SOCKET), podman_service_socket()];
+    candidates.push(PathBuf::from("/run/podman/podman.sock"));
+    if let Ok(x) = std::env::var("XDG_RUNTIME_DIR") {
+        candidates.push(PathBuf::from(x).join("podman/podman.sock"));
+    }
+    candidates
+}
+
+/// A non-empty `DOCKER_HOST` wins; else the first candidate socket that exists.
+fn resolve_host(env: Option<String>, candidates: &[PathBuf]) -> Option<String> {
+    if let Some(h) = env.filter(|h| !h.is_empty()) {
+        return Some(h);
+    }
+    candidates.iter().find(|p| p.exists()).map(|p| format!("unix://{}", p.display()))
+}
+
+/// Whether testcontainers, which takes the engine address from `DOCKER_HOST` alone (falling back
+/// to Docker's default socket), reaches the engine at `host`.
+fn testcontainers_reaches(host: &str, env: Option<&str>) -> bool {
+    match env.filter(|h| !h.is_empty()) {
+        Some(h) => h == host,
+        None => host == format!("unix://{DOCKER_DEFAULT_SOCKET}"),
+    }
+}
+
+/// Exports the engine address as `DOCKER_HOST` when it was found by looking for sockets:
+/// testcontainers starts containers through a client of its own, built from `DOCKER_HOST`, and
+/// takes no address from its caller. The rig's own engine client ([`engine`]) is given the
+/// address explicitly and needs none of this.
+///
+/// # Safety
+///
+/// Writing the environment while another thread reads it is undefined behaviour (`setenv` and
+/// `getenv` race in libc): call this before any other thread exists — first thing in `main`,
+/// before the async runtime and the signal thread start.
+pub unsafe fn export_docker_host() {
+    if std::env::var_os("DOCKER_HOST").is_some_and(|h| !h.is_empty()) {
+        return;
+    }
+    if let Some(h) = docker_host() {
+        std::env::set_var("DOCKER_HOST", h);
+    }
+}
+
+/// Refuses a start that testcontainers could not carry out: the engine was found at a socket
+/// `DOCKER_HOST` does not name, in a process that did not export it (the `sinkhole` binary
+/// does, through [`export_docker_host`]; a library caller must).
+pub(super) fn check_testcontainers_reaches(host: Option<&str>) -> Result<(), ContainersError> {
+    match host {
+        Some(h) if !testcontainers_reaches(h, std::env::var("DOCKER_HOST").ok().as_deref()) => {
+            Err(ContainersError::NoEngine {
+                host: Some(h.to_string()),
+                detail: format!(
+                    "testcontainers finds the engine only through DOCKER_HOST; export DOCKER_HOST={h} before \
+                     starting (the sinkhole binary does this itself)"
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A client of the engine that answered a ping, connected to [`docker_host`] (or bollard's
+/// defaults when no engine address was found).
 pub async fn engine() -> Result<Docker, ContainersError> {
     let host = docker_host();
-    let docker = Docker::connect_with_defaults()
-        .map_err(|e| ContainersError::NoEngine { host: host.clone(), detail: e.to_string() })?;
+    let docker = match &host {
+        Some(h) => Docker::connect_with_host(h),
+        None => Docker::connect_with_defaults(),
+    }
+    .map_err(|e| ContainersError::NoEngine { host: host.clone(), detail: e.to_string() })?;
     match tokio::time::timeout(Duration::from_secs(5), docker.ping()).await {
         Ok(Ok(_)) => Ok(docker),
         Ok(Err(e)) => Err(ContainersError::NoEngine { host, detail: e.to_string() }),
@@ -266,5 +320,37 @@ mod tests {
         assert!(!owner_alive("garbage"));
         let me = ProcessId::of(std::process::id() as i32).unwrap();
         assert!(!owner_alive(&format!("{}:{}", me.pid, me.start_ticks + 1)), "a reused pid is not the owner");
+    }
+
+    #[test]
+    fn the_engine_address_is_docker_host_or_the_first_socket_that_exists() {
+        let dir = std::env::temp_dir().join(format!("sinkhole-engine-host-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let sock = dir.join("podman.sock");
+        fs::write(&sock, "").unwrap();
+        let candidates = vec![dir.join("docker.sock"), sock.clone()];
+        let found = format!("unix://{}", sock.display());
+        assert_eq!(resolve_host(None, &candidates), Some(found.clone()));
+        assert_eq!(resolve_host(Some(String::new()), &candidates), Some(found.clone()), "an empty one is unset");
+        assert_eq!(
+            resolve_host(Some("tcp://127.0.0.1:2375".into()), &candidates).as_deref(),
+            Some("tcp://127.0.0.1:2375")
+        );
+        assert_eq!(resolve_host(None, &candidates[..1]), None);
+        fs::remove_dir_all(&dir).unwrap();
+
+        // testcontainers reaches a found socket only through DOCKER_HOST, or at Docker's default.
+        assert!(!testcontainers_reaches(&found, None));
+        assert!(testcontainers_reaches(&found, Some(&found)));
+        assert!(!testcontainers_reaches(&found, Some("unix:///elsewhere.sock")));
+        assert!(testcontainers_reaches("unix:///var/run/docker.sock", None));
+        assert!(testcontainers_reaches("unix:///var/run/docker.sock", Some("")));
+    }
+
+    #[test]
+    fn finding_the_engine_never_writes_the_environment() {
+        let before = std::env::var_os("DOCKER_HOST");
+        let _ = docker_host();
+        assert_eq!(std::env::var_os("DOCKER_HOST"), before);
     }
 }

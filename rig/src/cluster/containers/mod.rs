@@ -63,8 +63,8 @@ mod props;
 
 use engine::{block_on_own_thread, engine_err, owner, short_name, spawn_reaper};
 pub use engine::{
-    docker_host, engine, engine_available, leftovers, podman_service_socket, reap_when_stdin_closes, remove_orphans,
-    remove_run, ContainersError, DETACHED_OWNER, OWNER_LABEL, RUN_LABEL,
+    docker_host, engine, engine_available, export_docker_host, leftovers, podman_service_socket,
+    reap_when_stdin_closes, remove_orphans, remove_run, ContainersError, DETACHED_OWNER, OWNER_LABEL, RUN_LABEL,
 };
 pub use lifecycle::EngineState;
 pub use props::render;
@@ -192,6 +192,7 @@ impl ContainersCluster {
             .into());
         }
         let docker = engine().await?;
+        engine::check_testcontainers_reaches(docker_host().as_deref())?;
         match remove_orphans(&docker).await {
             Ok((0, 0)) => {}
             Ok((c, n)) => tracing::warn!(containers = c, networks = n, "removed what dead sinkhole runs left behind"),
