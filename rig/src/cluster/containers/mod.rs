@@ -128,7 +128,7 @@ pub struct ContainersNode {
     pub proxy_port: Option<u16>,
     pub container_id: String,
     pub intent: Intent,
-    pub(super) container: Option<ContainerAsync<GenericImage>>,
+    container: Option<ContainerAsync<GenericImage>>,
 }
 
 impl std::fmt::Debug for ContainersNode {
@@ -162,7 +162,7 @@ pub struct ContainersCluster {
     pub network: String,
     pub dir: PathBuf,
     pub nodes: Vec<ContainersNode>,
-    pub(super) docker: Docker,
+    docker: Docker,
     reaper: Option<Child>,
     torn_down: bool,
     proxy: Option<Proxy>,

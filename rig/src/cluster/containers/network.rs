@@ -9,7 +9,7 @@ use super::engine::engine_err;
 use super::ContainersCluster;
 use crate::cluster::{ClusterError, NetworkEffect};
 
-pub(super) fn ms(t0: Instant) -> u64 {
+fn ms(t0: Instant) -> u64 {
     t0.elapsed().as_millis() as u64
 }
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use crate::cluster::config;
 
 /// Container ports (the same in every container; only `EXTERNAL` is published).
-pub(super) const INTERNAL_PORT: u16 = 9092;
-pub(super) const CONTROLLER_PORT: u16 = 9093;
+const INTERNAL_PORT: u16 = 9092;
+const CONTROLLER_PORT: u16 = 9093;
 pub(super) const EXTERNAL_PORT: u16 = 9094;
 
 /// `server.properties` of one containerised node: the rig-owned wiring (listeners by container
