@@ -26,7 +26,6 @@
 pub mod checker;
 pub mod cluster;
 pub mod history;
-pub mod image;
 pub mod install;
 pub mod latency;
 pub mod matrix;

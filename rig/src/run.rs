@@ -207,7 +207,7 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
 
     let mut modes = Vec::new();
     for &mode in &s.modes {
-        let row = run_one(plan, &mut cluster, mode).await;
+        let row = run_one(plan, cluster.as_mut(), mode).await;
         let row = match row {
             Ok(r) => r,
             Err(e) => {
@@ -259,7 +259,7 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
 
 /// Starts the scenario's cluster on its backend: local JVMs, or containers (see
 /// [`crate::cluster::containers`]); the containers' logs go to `cluster/node-<id>/server.log`.
-async fn start_cluster(plan: &Plan) -> Result<Cluster, RunError> {
+async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunError> {
     let s = &plan.scenario;
     match s.cluster.backend {
         Backend::Local => {
@@ -286,7 +286,7 @@ async fn start_cluster(plan: &Plan) -> Result<Cluster, RunError> {
             if let Some(a) = &s.cluster.authorizer {
                 grant_sink_acls(plan, &cluster, a.two_phase_commit_acl).await.context("creating the sink's ACLs")?;
             }
-            Ok(Cluster::Local(cluster))
+            Ok(Box::new(cluster))
         }
         Backend::Containers => {
             if s.cluster.authorizer.is_some() {
@@ -312,7 +312,7 @@ async fn start_cluster(plan: &Plan) -> Result<Cluster, RunError> {
             });
             let c = ContainersCluster::start(spec).await.context("starting the containers cluster")?;
             progress(&format!("containers from {} on network {}", c.image, c.network));
-            Ok(Cluster::Containers(c))
+            Ok(Box::new(c))
         }
     }
 }
@@ -361,7 +361,7 @@ async fn grant_sink_acls(plan: &Plan, cluster: &LocalCluster, two_phase_commit: 
     Ok(())
 }
 
-async fn run_one(plan: &Plan, cluster: &mut Cluster, mode: SinkMode) -> anyhow::Result<ModeSummary> {
+async fn run_one(plan: &Plan, cluster: &mut dyn Cluster, mode: SinkMode) -> anyhow::Result<ModeSummary> {
     let s = &plan.scenario;
     let dir = plan.mode_dir(mode);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -393,7 +393,7 @@ async fn run_one(plan: &Plan, cluster: &mut Cluster, mode: SinkMode) -> anyhow::
         mode,
         scenario: s,
         dir: dir.clone(),
-        cluster,
+        cluster: &mut *cluster,
         topic: topic.clone(),
         tid_prefix: plan.tid_prefix(mode),
         // /proc/self/exe names this very binary even if a rebuild replaced

@@ -16,6 +16,7 @@ mod common;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sinkhole_rig::cluster::local::LocalCluster;
+use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::producer::{Bytes, InitOptions, ProducerConfig, TxnProducer};
 use sinkhole_workloads::wire::acls::{self, op, resource, AclBinding};
 use sinkhole_workloads::wire::{Client, ClientConfig, InitProducerIdParams, KafkaCode, SaslPlain};

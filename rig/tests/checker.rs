@@ -14,6 +14,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use sinkhole_rig::checker::{self, store, CheckSpec, Counts, Expected, UncommittedTail};
 use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::model::{record, CommitOutcome, Committable, Event, EventKind, SinkMode, Source, TxnProtocol};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 

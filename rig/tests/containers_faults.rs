@@ -22,6 +22,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sinkhole_faults::proxy::{Action, Frames, Match, Rule};
 use sinkhole_rig::cluster::containers::{self, ContainersCluster, ContainersSpec};
+use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 
 /// The engine and the image, or the reason the test cannot run here (printed; the test returns).
@@ -31,7 +32,7 @@ async fn ready_to_run(test: &str) -> bool {
         return false;
     }
     let docker = containers::engine().await.expect("engine");
-    let tag = sinkhole_rig::image::default_tag("4.4.0");
+    let tag = sinkhole_rig::cluster::containers::image::default_tag("4.4.0");
     if docker.inspect_image(&tag).await.is_err() {
         let out = Command::new(common::bin()).args(["image", "build", "--kafka", "4.4.0"]).output().unwrap();
         assert!(out.status.success(), "image build: {}", String::from_utf8_lossy(&out.stderr));

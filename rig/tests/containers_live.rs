@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use sinkhole_faults::process::RunState;
 use sinkhole_rig::cluster::containers::{self, ContainersCluster, ContainersSpec};
-use sinkhole_rig::cluster::local::NodeAction;
+use sinkhole_rig::cluster::{Cluster, NodeAction};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use sinkhole_workloads::wire::init_producer_id::InitProducerIdParams;
 
@@ -45,14 +45,18 @@ async fn ready_to_run(test: &str) -> bool {
         return false;
     }
     let docker = containers::engine().await.expect("engine");
-    let tag = sinkhole_rig::image::default_tag("4.4.0");
+    let tag = sinkhole_rig::cluster::containers::image::default_tag("4.4.0");
     if docker.inspect_image(&tag).await.is_err() {
         // No registry here: build it from the cached jars, as `sinkhole image build` does.
         let dist = common::dist("4.4.0");
         let work = std::env::temp_dir().join(format!("sinkhole-it-image-{}", std::process::id()));
-        let r = sinkhole_rig::image::build(&dist, &tag, &work, containers::docker_host().as_deref(), &mut |l| {
-            eprintln!("image: {l}")
-        })
+        let r = sinkhole_rig::cluster::containers::image::build(
+            &dist,
+            &tag,
+            &work,
+            containers::docker_host().as_deref(),
+            &mut |l| eprintln!("image: {l}"),
+        )
         .expect("build the image");
         eprintln!("built {} in {:.1} s ({} bytes, JRE by {})", r.tag, r.elapsed_ms as f64 / 1e3, r.rootfs_bytes, r.jre);
     }

@@ -23,7 +23,7 @@ async fn containers_flip319_long_outage_same_verdicts_as_local_and_nothing_left(
         return;
     }
     let docker = containers::engine().await.unwrap();
-    let tag = sinkhole_rig::image::default_tag("4.4.0");
+    let tag = sinkhole_rig::cluster::containers::image::default_tag("4.4.0");
     if docker.inspect_image(&tag).await.is_err() {
         let out = Command::new(common::bin()).args(["image", "build", "--kafka", "4.4.0"]).output().unwrap();
         assert!(out.status.success(), "image build: {}", String::from_utf8_lossy(&out.stderr));

@@ -9,7 +9,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use sinkhole_faults::process::RunState;
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec, NodeAction};
+use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_rig::cluster::{Cluster, NodeAction};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use sinkhole_workloads::wire::init_producer_id::InitProducerIdParams;
 
@@ -147,4 +148,35 @@ async fn a_dropped_cluster_leaves_no_process_and_a_broken_config_names_the_node(
     let msg = err.to_string();
     assert!(msg.contains("node 1"), "{msg}");
     assert!(msg.contains("transaction.state.log.replication.factor"), "log tail should name the bad setting: {msg}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_tells_the_node_is_down_after_the_old_jvm_exited_and_before_it_ends() {
+    let _turn = common::serial();
+    let mut spec = LocalSpec::new(common::dist("4.4.0"), 1, common::test_dir("restart-down"));
+    spec.remove_dir_on_teardown = true;
+    let mut cluster = LocalCluster::start(spec).await.expect("1-node cluster starts");
+    let old = cluster.node(1).unwrap().process.unwrap();
+
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let restart = async {
+        let effect = cluster.act_with(1, NodeAction::Restart, Duration::from_secs(90), Some(tx)).await;
+        (effect, Instant::now())
+    };
+    // What the waiter sees the moment it is told: the old JVM's state, by its pid and start time.
+    let down = async {
+        let down = rx.await.expect("the restart tells when the node is down");
+        (down, old.state(), Instant::now())
+    };
+    let ((effect, ended), (down, old_state, told)) = tokio::join!(restart, down);
+    let effect = effect.expect("restart");
+
+    assert_eq!(old_state, RunState::Gone, "told only after the old JVM exited");
+    assert!(told < ended, "told before the restart finished");
+    assert_eq!((down.node_id, down.action, down.new_pid, down.ready), (1, NodeAction::Restart, None, None));
+    assert!(down.signals.first().is_some_and(|s| s.signal.contains("SIGTERM") && s.confirmed), "{down:?}");
+    assert!(down.elapsed_ms <= effect.elapsed_ms, "{down:?} {effect:?}");
+    assert_eq!(effect.ready, Some(true), "{effect:?}");
+    assert_ne!(effect.new_pid, Some(old.pid), "a new JVM");
+    cluster.teardown();
 }

@@ -18,6 +18,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use sinkhole_rig::cluster::local::LocalCluster;
+use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::model::TxnProtocol;
 use sinkhole_workloads::producer::{
     Bytes, InitOptions, ProducerConfig, ProducerError, StateKind, TxnProducer, TxnState,

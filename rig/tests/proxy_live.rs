@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
 use sinkhole_faults::proxy::{Action, Frames, ListenerKind, Match, Peer, PeerGroup, Rule};
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec, NodeAction};
+use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_rig::cluster::{Cluster, NodeAction};
 use sinkhole_workloads::producer::{InitOptions, ProducerConfig, TxnProducer};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use sinkhole_workloads::wire::KafkaCode;

@@ -29,7 +29,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
     let dir = common::test_dir("runner");
     let mut spec = LocalSpec::new(common::dist("4.4.0"), 1, dir.join("cluster"));
     spec.broker_config.insert("transaction.abort.timed.out.transaction.cleanup.interval.ms".into(), "500".into());
-    let mut cluster = Cluster::Local(LocalCluster::start(spec).await.expect("cluster"));
+    let mut cluster: Box<dyn Cluster> = Box::new(LocalCluster::start(spec).await.expect("cluster"));
     let topic = "runner-out";
     let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await.unwrap();
     client.create_topic(topic, 3, 1, &[]).await.unwrap();
@@ -91,7 +91,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
         mode: SinkMode::Legacy,
         scenario: &scenario,
         dir: mode_dir.clone(),
-        cluster: &mut cluster,
+        cluster: cluster.as_mut(),
         topic: topic.into(),
         tid_prefix: format!("runner-it-{}", std::process::id()),
         sinkhole_bin: common::bin(),

@@ -13,6 +13,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_protocol::messages::ApiKey;
+use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::wire::{Client, ClientConfig, InitProducerIdParams, KafkaCode};
 
 const TWO_PC_CONFIG: &str = "transaction.two.phase.commit.enable";

@@ -30,6 +30,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{ClientConfig as RdConfig, Offset, TopicPartitionList};
 use sinkhole_rig::cluster::local::LocalCluster;
+use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::control::{Channel, ChannelReader, ChannelWriter};
 use sinkhole_workloads::model::{
     record, CommitOutcome, EventKind, FromWorker, Partitioning, SinkMode, SubtaskState, ToWorker, WorkerConfig,

@@ -18,10 +18,10 @@ fn build(kafka: &str, tag: Option<String>, json: bool) -> Result<(), Failure> {
         return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
     }
     let dist = install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)?;
-    let tag = tag.unwrap_or_else(|| sinkhole_rig::image::default_tag(&v[0]));
+    let tag = tag.unwrap_or_else(|| sinkhole_rig::cluster::containers::image::default_tag(&v[0]));
     let work = std::env::temp_dir().join(format!("sinkhole-image-{}", std::process::id()));
     let host = sinkhole_rig::cluster::containers::docker_host();
-    let r = sinkhole_rig::image::build(&dist, &tag, &work, host.as_deref(), &mut |l| progress(l))
+    let r = sinkhole_rig::cluster::containers::image::build(&dist, &tag, &work, host.as_deref(), &mut |l| progress(l))
         .context("building the image")?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);

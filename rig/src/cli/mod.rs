@@ -23,6 +23,7 @@ use args::{ClusterShape, KafkaSel};
 pub mod args;
 pub mod bench_checker;
 pub mod check;
+pub mod cluster;
 pub mod image;
 pub mod matrix;
 pub mod probe;

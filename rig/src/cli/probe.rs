@@ -1,5 +1,6 @@
 //! `sinkhole probe`: what a broker supports for two-phase commit (KIP-939),
 //! on a running cluster or on a throwaway local one ([`sinkhole_rig::probe`]).
+use sinkhole_rig::cluster::Cluster as _;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};

@@ -1,80 +1,158 @@
-//! Cluster backends: where the Kafka brokers under test come from.
+//! Cluster backends: where the Kafka brokers under test come from, behind one trait.
 //!
-//! `local` runs brokers as JVM processes from a Kafka installation (see
-//! [`crate::install`]). The `containers` and `external` backends of DESIGN.md
-//! come with later issues and will sit behind the same node-lifecycle actions
-//! ([`local::NodeAction`]).
+//! - [`local`]: brokers as JVM processes from a Kafka installation ([`crate::install`]);
+//! - [`containers`]: brokers in containers, on any engine with the Docker API;
+//! - [`node`]: what a node is on every backend — its actions, their effects, the errors;
+//! - [`lookup`]: the Kafka requests the rig asks any cluster (coordinator, controller, leader,
+//!   under-replicated partitions, open transactions) and the readiness probe, written once;
+//! - [`state`]: the state files of clusters that outlive one command (`sinkhole cluster up`);
+//! - [`config`], [`ports`]: broker settings and loopback ports.
+//!
+//! The rest of the rig reaches a running cluster only through [`Cluster`], as Jepsen's nemesis
+//! reaches nodes through its `db` and `control` protocols without knowing how they run: the
+//! runner's faults, `sinkhole run` and the `cluster` command never name a backend's type after
+//! it has started.
+//!
+//! # Why `dyn Cluster`
+//!
+//! The backend is picked at run time, from the scenario (`cluster.backend`) or the command
+//! line, and `sinkhole run` holds one cluster of either kind for all its modes; the runner
+//! takes that same cluster, and its tests take fakes. A trait object serves all three with one
+//! compiled runner: `run` holds a `Box<dyn Cluster>`, the runner is generic over
+//! `B: Cluster + ?Sized` (so `dyn Cluster` and the test fakes both fit) and borrows it. Static
+//! dispatch would need either an enum of the backends with a hand-written `match` in every
+//! method — a third copy of each operation to keep in step — or `run` and the whole runner made
+//! generic and compiled once per backend. What it would save is one allocation per call, and
+//! every call here is a network round trip, a signal and a wait, or a JVM start: milliseconds
+//! to minutes. So the async methods return boxed futures ([`ClusterFuture`]), which is what
+//! makes the trait object-safe.
 pub mod config;
 pub mod containers;
 pub mod local;
+pub mod lookup;
+pub mod node;
 pub mod ports;
 pub mod state;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
-/// A running cluster of either backend, with the operations the runner and `sinkhole run` use
-/// (`impl Brokers for Cluster` is in [`containers`]).
-#[derive(Debug)]
-pub enum Cluster {
-    Local(local::LocalCluster),
-    Containers(containers::ContainersCluster),
-}
+use sinkhole_faults::proxy::Proxy;
 
-impl Cluster {
-    pub fn backend(&self) -> &'static str {
-        match self {
-            Cluster::Local(_) => "local",
-            Cluster::Containers(_) => "containers",
+pub use node::{new_cluster_id, ClusterError, Intent, NetworkEffect, NodeAction, NodeEffect, OnDown, SinkListener};
+
+/// A boxed future that may cross threads (the runner runs broker actions beside its loop).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What every asynchronous cluster operation returns.
+pub type ClusterFuture<'a, T> = BoxFuture<'a, Result<T, ClusterError>>;
+
+/// A running Kafka cluster of any backend: the operations the runner, its faults and the CLI
+/// need. Each backend implements the lifecycle (act, readiness, teardown); the lookups are the
+/// same Kafka requests on every backend and default to [`lookup`] through
+/// [`Cluster::client_bootstrap`].
+pub trait Cluster: Send {
+    /// `local` or `containers`: what the run reports.
+    fn backend(&self) -> &'static str;
+
+    fn node_ids(&self) -> Vec<i32>;
+
+    /// Where clients reach each node, in node order, whatever the node's state (the proxy's
+    /// port when the cluster has the proxy).
+    fn bootstrap_list(&self) -> Vec<String>;
+
+    /// Bootstrap servers of the nodes meant to be running, comma-separated (empty when none is).
+    fn bootstrap(&self) -> String;
+
+    /// Where the rig's own clients and newly started workers bootstrap: the nodes meant to be
+    /// running, or every node when none is (a client then waits for one to come back).
+    fn client_bootstrap(&self) -> Vec<String> {
+        let running: Vec<String> = self.bootstrap().split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
+        if running.is_empty() {
+            self.bootstrap_list()
+        } else {
+            running
         }
     }
-    /// Bootstrap servers of the nodes meant to be running, comma-separated.
-    pub fn bootstrap(&self) -> String {
-        match self {
-            Cluster::Local(c) => c.bootstrap(),
-            Cluster::Containers(c) => c.bootstrap(),
-        }
-    }
-    pub fn bootstrap_list(&self) -> Vec<String> {
-        match self {
-            Cluster::Local(c) => c.bootstrap_list(),
-            Cluster::Containers(c) => c.bootstrap_list(),
-        }
-    }
-    pub fn node_ids(&self) -> Vec<i32> {
-        match self {
-            Cluster::Local(c) => c.node_ids(),
-            Cluster::Containers(c) => c.node_ids(),
-        }
-    }
-    pub async fn act(
+
+    /// Applies a lifecycle action to `node` and reports the effect the kernel or the engine
+    /// confirmed; `timeout` bounds a graceful stop and the wait for a started node to answer.
+    /// `on_down` is told the moment the node is down ([`OnDown`]): for a restart, between its
+    /// stop and its start.
+    fn act_with(
         &mut self,
         node: i32,
-        action: local::NodeAction,
+        action: NodeAction,
         timeout: Duration,
-    ) -> anyhow::Result<local::NodeEffect> {
-        match self {
-            Cluster::Local(c) => Ok(c.act(node, action, timeout).await?),
-            Cluster::Containers(c) => Ok(c.act(node, action, timeout).await?),
-        }
+        on_down: Option<OnDown>,
+    ) -> ClusterFuture<'_, NodeEffect>;
+
+    /// [`Cluster::act_with`] with nobody waiting for the node to be down.
+    fn act(&mut self, node: i32, action: NodeAction, timeout: Duration) -> ClusterFuture<'_, NodeEffect> {
+        self.act_with(node, action, timeout, None)
     }
-    pub async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
-        match self {
-            Cluster::Local(c) => Ok(c.wait_ready(timeout).await?),
-            Cluster::Containers(c) => Ok(c.wait_ready(timeout).await?),
-        }
+
+    /// Until every node meant to run answers and sees the others (see [`lookup::node_sees`]).
+    fn wait_ready(&mut self, timeout: Duration) -> ClusterFuture<'_, ()>;
+
+    /// The sink's SASL listener (ACL scenarios), when the cluster has one.
+    fn sink_listener(&self) -> Option<SinkListener> {
+        None
     }
-    /// The sink's SASL listener (local backend, ACL scenarios); the containers backend has none.
-    pub fn sink_listener(&self) -> Option<local::SinkListener> {
-        match self {
-            Cluster::Local(c) => c.sink_listener(),
-            Cluster::Containers(_) => None,
-        }
+
+    /// The Kafka-aware proxy in front of the listeners, when the cluster has one.
+    fn proxy(&self) -> Option<Proxy> {
+        None
     }
-    /// Stops every node and removes what the backend created (containers, network); idempotent.
-    pub async fn teardown(&mut self) {
-        match self {
-            Cluster::Local(c) => c.teardown(),
-            Cluster::Containers(c) => c.teardown().await,
-        }
+
+    /// Stops every node and removes what the backend created; idempotent.
+    fn teardown(&mut self) -> BoxFuture<'_, ()>;
+
+    /// The node coordinating `transactional_id` now (FindCoordinator, key type 1).
+    fn find_coordinator(&mut self, transactional_id: &str) -> ClusterFuture<'_, i32> {
+        let (bootstrap, tid) = (self.client_bootstrap(), transactional_id.to_string());
+        Box::pin(async move { lookup::find_coordinator(&bootstrap, &tid).await })
+    }
+
+    /// The KRaft quorum leader now (DescribeQuorum).
+    fn controller(&mut self) -> ClusterFuture<'_, i32> {
+        let bootstrap = self.client_bootstrap();
+        Box::pin(async move { lookup::controller(&bootstrap).await })
+    }
+
+    /// The leader of `topic`'s `partition` now (Metadata).
+    fn leader_of(&mut self, topic: &str, partition: i32) -> ClusterFuture<'_, i32> {
+        let (bootstrap, topic) = (self.client_bootstrap(), topic.to_string());
+        Box::pin(async move { lookup::leader_of(&bootstrap, &topic, partition).await })
+    }
+
+    /// How many partitions (all topics) have fewer in-sync replicas than replicas.
+    fn under_replicated(&mut self) -> ClusterFuture<'_, usize> {
+        let bootstrap = self.client_bootstrap();
+        Box::pin(async move { lookup::under_replicated(&bootstrap).await })
+    }
+
+    /// The coordinator's view of these transactional ids now (DescribeTransactions).
+    fn describe_transactions(&mut self, ids: Vec<String>) -> ClusterFuture<'_, serde_json::Value> {
+        let bootstrap = self.client_bootstrap();
+        Box::pin(async move { lookup::describe_transactions(&bootstrap, &ids).await })
+    }
+
+    /// Whether `net-blackhole` cuts a node off the network itself (containers: the engine
+    /// disconnects it from the run's network) rather than through the proxy (local nodes, whose
+    /// every listener the proxy fronts).
+    fn isolates_nodes(&self) -> bool {
+        false
+    }
+
+    /// Cuts the node off every peer; the effect as the backend reports it.
+    fn isolate(&mut self, node: i32) -> ClusterFuture<'_, NetworkEffect> {
+        Box::pin(async move { Err(ClusterError::Unsupported(format!("this cluster cannot isolate node {node}"))) })
+    }
+
+    /// Undoes [`Cluster::isolate`].
+    fn rejoin(&mut self, node: i32) -> ClusterFuture<'_, NetworkEffect> {
+        Box::pin(async move { Err(ClusterError::Unsupported(format!("this cluster cannot rejoin node {node}"))) })
     }
 }

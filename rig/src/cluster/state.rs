@@ -6,6 +6,11 @@
 //! cluster from it. A state file whose nodes should be running but none of whose
 //! processes is alive was left by a crashed run or a reboot: it is *stale*, and
 //! is cleaned (directory removed) when a command finds it.
+//!
+//! `cluster up --backend containers` writes `containers.json` instead
+//! ([`ContainersRecord`]): the containers, their network and host ports. The
+//! engine keeps them running; the record finds them again. Both files are
+//! written whole or not at all (temporary file, fsync, rename).
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
@@ -13,7 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::local::{Intent, LocalCluster, LocalNodeRecord};
+use super::local::{LocalCluster, LocalNodeRecord};
+use super::Intent;
 use crate::install::KafkaDist;
 
 pub const STATE_FILE: &str = "cluster.json";
@@ -44,6 +50,19 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Writes `dir/file` through a temporary file, fsync and rename: a crash never leaves half a file.
+fn write_whole(dir: &Path, file: &str, text: &str) -> Result<(), StateError> {
+    let path = dir.join(file);
+    let tmp = dir.join(format!(".{file}.tmp"));
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, &path)
+    };
+    write().map_err(|source| StateError::Write { path, source })
 }
 
 /// Where clusters named by the CLI live.
@@ -94,15 +113,7 @@ impl ClusterState {
 
     /// Write to a temporary file, fsync, rename: a crash never leaves half a file.
     pub fn save(&self) -> Result<(), StateError> {
-        let path = self.path();
-        let tmp = self.dir.join(format!(".{STATE_FILE}.tmp"));
-        let write = || -> std::io::Result<()> {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(serde_json::to_string_pretty(self).expect("state serializes").as_bytes())?;
-            f.sync_all()?;
-            fs::rename(&tmp, &path)
-        };
-        write().map_err(|source| StateError::Write { path, source })
+        write_whole(&self.dir, STATE_FILE, &serde_json::to_string_pretty(self).expect("state serializes"))
     }
 
     pub fn liveness(&self) -> Liveness {
@@ -156,6 +167,50 @@ impl ClusterState {
     }
 }
 
+/// The state file of a containers cluster in a cluster directory.
+pub const CONTAINERS_STATE_FILE: &str = "containers.json";
+
+/// A containers cluster as `sinkhole cluster up` leaves it: `containers.json` in its directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ContainersRecord {
+    pub version: String,
+    pub image: String,
+    pub cluster_id: String,
+    pub run_id: String,
+    pub network: String,
+    pub dir: PathBuf,
+    pub nodes: Vec<ContainersNodeRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ContainersNodeRecord {
+    pub node_id: i32,
+    pub name: String,
+    pub host_port: u16,
+    pub container_id: String,
+    pub intent: Intent,
+}
+
+/// The state of a containers cluster named `name`, if that is what it is (no readable
+/// `containers.json`: not a containers cluster).
+pub fn containers_record(name: &str) -> Option<ContainersRecord> {
+    containers_record_in(&cluster_dir(name))
+}
+
+fn containers_record_in(dir: &Path) -> Option<ContainersRecord> {
+    serde_json::from_str(&fs::read_to_string(dir.join(CONTAINERS_STATE_FILE)).ok()?).ok()
+}
+
+/// Writes the record of the containers cluster named `name` into its directory.
+pub fn save_containers_record(name: &str, rec: &ContainersRecord) -> Result<(), StateError> {
+    save_containers_record_in(&cluster_dir(name), rec)
+}
+
+fn save_containers_record_in(dir: &Path, rec: &ContainersRecord) -> Result<(), StateError> {
+    let text = serde_json::to_string_pretty(rec).expect("a record serializes") + "\n";
+    write_whole(dir, CONTAINERS_STATE_FILE, &text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +257,35 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
         let err = ClusterState::load_from("t", &dir).unwrap_err().to_string();
         assert!(err.contains("sinkhole cluster up"), "{err}");
+    }
+
+    #[test]
+    fn a_containers_record_round_trips_and_an_unreadable_one_is_none() {
+        let dir = std::env::temp_dir().join(format!("sinkhole-containers-state-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        assert!(containers_record_in(&dir).is_none(), "no file: not a containers cluster");
+        let rec = ContainersRecord {
+            version: "4.4.0".into(),
+            image: "localhost/sinkhole-kafka:4.4.0".into(),
+            cluster_id: "x".into(),
+            run_id: "cluster-t".into(),
+            network: "sinkhole-0000abcd".into(),
+            dir: dir.clone(),
+            nodes: vec![ContainersNodeRecord {
+                node_id: 1,
+                name: "sinkhole-0000abcd-kafka-1".into(),
+                host_port: 40123,
+                container_id: "c0ffee".into(),
+                intent: Intent::Paused,
+            }],
+        };
+        save_containers_record_in(&dir, &rec).unwrap();
+        let back = containers_record_in(&dir).expect("the record reads back");
+        assert_eq!((back.run_id.as_str(), back.nodes[0].host_port), ("cluster-t", 40123));
+        assert_eq!(back.nodes[0].intent, Intent::Paused);
+        assert!(!dir.join(format!(".{CONTAINERS_STATE_FILE}.tmp")).exists(), "the temporary file is renamed");
+        fs::write(dir.join(CONTAINERS_STATE_FILE), "{ half a file").unwrap();
+        assert!(containers_record_in(&dir).is_none());
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

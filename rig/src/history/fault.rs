@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use sinkhole_faults::proxy::{Rule, RuleStats};
 
-use crate::cluster::local::NodeEffect;
+use crate::cluster::NodeEffect;
 use crate::scenario::FaultKind;
 
 /// `Some(None)` ⇄ `null`, `None` ⇄ absent: for the few keys that are written

@@ -13,12 +13,12 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use super::{Heal, HealAction, Nemesis};
-use crate::cluster::local::{NodeAction, NodeEffect};
+use crate::cluster::Cluster;
+use crate::cluster::{NodeAction, NodeEffect};
 use crate::history::fault::{
     node_effect_confirmed, Aimed, BrokerStart, Controller, End, IntervalStart, Isolated, NodeResult, RejoinEnd,
     Rejoined, RestartEnd, Role, RollingEnd, RollingNode, Start, Transactions, Trigger, TxnView, UnderReplicated,
 };
-use crate::runner::faults::Brokers;
 use crate::scenario::{FaultKind, NamedTarget, Target};
 use crate::subject::{Hold, Subject};
 
@@ -27,6 +27,13 @@ pub(crate) type ClusterOp<'a, B> = Pin<Box<dyn Future<Output = (&'a mut B, Done)
 
 /// How long a rolling restart waits, per node, for no under-replicated partition.
 const URP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a node action may take (a graceful stop, a start until ready).
+const NODE_ACTION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A node action, its error as text (as the effects record it).
+async fn act<B: Cluster + ?Sized>(cluster: &mut B, node: i32, action: NodeAction) -> Result<NodeEffect, String> {
+    cluster.act(node, action, NODE_ACTION_TIMEOUT).await.map_err(|e| e.to_string())
+}
 
 /// A broker fault's resolved target.
 #[derive(Debug, Clone)]
@@ -167,7 +174,7 @@ pub(crate) fn role_evidence(role: &str, of: &str, node: i32, found_by: &str) -> 
 }
 
 /// Looks up the node a role names now.
-async fn resolve<B: Brokers>(
+async fn resolve<B: Cluster + ?Sized>(
     cluster: &mut B,
     aim: &Aim,
     found_by_role: &str,
@@ -247,27 +254,28 @@ async fn aim_of<S: Subject>(
     })
 }
 
-/// A restart that lets go of `hold` once the node is down: stop, then start.
-async fn restart<B: Brokers>(cluster: &mut B, node: i32, hold: &mut Option<Hold>) -> Result<NodeEffect, String> {
-    if hold.is_none() {
-        return cluster.act(node, NodeAction::Restart).await;
-    }
-    let stopped = cluster.act(node, NodeAction::Stop).await?;
-    hold.take();
-    let started = cluster.act(node, NodeAction::Start).await?;
-    Ok(NodeEffect {
-        node_id: node,
-        action: NodeAction::Restart,
-        signals: stopped.signals,
-        new_pid: started.new_pid,
-        ready: started.ready,
-        elapsed_ms: stopped.elapsed_ms + started.elapsed_ms,
-    })
+/// A restart that lets go of `hold` the moment the node is down (the backend
+/// says so between its stop and its start), not when it is back.
+async fn restart<B: Cluster + ?Sized>(
+    cluster: &mut B,
+    node: i32,
+    hold: &mut Option<Hold>,
+) -> Result<NodeEffect, String> {
+    let Some(h) = hold.take() else { return act(cluster, node, NodeAction::Restart).await };
+    let (down, is_down) = tokio::sync::oneshot::channel();
+    let restarting = cluster.act_with(node, NodeAction::Restart, NODE_ACTION_TIMEOUT, Some(down));
+    let release = async move {
+        // Down (or the action ended without saying so): the window is in place.
+        let _ = is_down.await;
+        drop(h);
+    };
+    let (r, ()) = tokio::join!(restarting, release);
+    r.map_err(|e| e.to_string())
 }
 
 /// Runs one cluster job to its end (a restart includes the wait until the
 /// node answers again).
-async fn run_job<B: Brokers>(cluster: &mut B, job: ClusterJob) -> Done {
+async fn run_job<B: Cluster + ?Sized>(cluster: &mut B, job: ClusterJob) -> Done {
     match job {
         ClusterJob::Fire { fault, trigger, kind, duration, aim, mut hold, .. } => {
             let (nodes, role) = match resolve(cluster, &aim, "").await {
@@ -290,7 +298,7 @@ async fn run_job<B: Brokers>(cluster: &mut B, job: ClusterJob) -> Done {
                 let r = if kind == FaultKind::BrokerRestart {
                     restart(cluster, node, &mut hold).await
                 } else {
-                    cluster.act(node, node_action(kind)).await
+                    act(cluster, node, node_action(kind)).await
                 };
                 results.push((node, r));
             }
@@ -298,7 +306,7 @@ async fn run_job<B: Brokers>(cluster: &mut B, job: ClusterJob) -> Done {
         }
         ClusterJob::Rolling { fault, .. } => rolling_restart(cluster, fault).await,
         ClusterJob::Heal { fault, node, action } => {
-            let r = cluster.act(node, action).await;
+            let r = act(cluster, node, action).await;
             Done::Heal { fault, result: NodeResult::of(node, &r) }
         }
         ClusterJob::Blackhole { fault, trigger, aim, isolate, hold, .. } => {
@@ -313,10 +321,11 @@ async fn run_job<B: Brokers>(cluster: &mut B, job: ClusterJob) -> Done {
                     for &node in n {
                         out.push(match cluster.isolate(node).await {
                             Ok(network) => {
-                                let confirmed = network.get("confirmed").cloned();
+                                let confirmed = Some(serde_json::Value::Bool(network.confirmed));
+                                let network = serde_json::to_value(network).unwrap_or_default();
                                 Isolated::Done { node, confirmed, network }
                             }
-                            Err(error) => Isolated::Failed { node, confirmed: false, error },
+                            Err(e) => Isolated::Failed { node, confirmed: false, error: e.to_string() },
                         });
                     }
                     Some(out)
@@ -329,8 +338,8 @@ async fn run_job<B: Brokers>(cluster: &mut B, job: ClusterJob) -> Done {
             let mut out = vec![];
             for node in nodes {
                 out.push(match cluster.rejoin(node).await {
-                    Ok(network) => Rejoined::Done { node, network },
-                    Err(error) => Rejoined::Failed { node, error },
+                    Ok(network) => Rejoined::Done { node, network: serde_json::to_value(network).unwrap_or_default() },
+                    Err(e) => Rejoined::Failed { node, error: e.to_string() },
                 });
             }
             Done::Rejoin { fault, nodes: out }
@@ -340,7 +349,7 @@ async fn run_job<B: Brokers>(cluster: &mut B, job: ClusterJob) -> Done {
                 Ok(v) => serde_json::from_value::<Vec<TxnView>>(v).map(Transactions::Seen).unwrap_or_else(|e| {
                     Transactions::Error { error: format!("the broker's answer did not parse: {e}") }
                 }),
-                Err(error) => Transactions::Error { error },
+                Err(e) => Transactions::Error { error: e.to_string() },
             };
             Done::Observe { fault, seen }
         }
@@ -352,10 +361,10 @@ async fn run_job<B: Brokers>(cluster: &mut B, job: ClusterJob) -> Done {
 /// node answers and no partition is under-replicated. Nodes go in id order
 /// with the active controller last, so the quorum elects a new leader once,
 /// at the end, instead of while other nodes are down.
-async fn rolling_restart<B: Brokers>(cluster: &mut B, fault: usize) -> Done {
+async fn rolling_restart<B: Cluster + ?Sized>(cluster: &mut B, fault: usize) -> Done {
     let mut order = cluster.node_ids();
     order.sort_unstable();
-    let controller = cluster.controller().await;
+    let controller = cluster.controller().await.map_err(|e| e.to_string());
     if let Ok(c) = controller {
         if let Some(i) = order.iter().position(|&n| n == c) {
             let n = order.remove(i);
@@ -367,7 +376,7 @@ async fn rolling_restart<B: Brokers>(cluster: &mut B, fault: usize) -> Done {
     let mut error = None;
     for node in order {
         let started = Instant::now();
-        let r = cluster.act(node, NodeAction::Restart).await;
+        let r = act(cluster, node, NodeAction::Restart).await;
         let ms_until_ready = started.elapsed().as_millis() as u64;
         let restarted = r.as_ref().is_ok_and(node_effect_confirmed);
         let mut urp_last = None;
@@ -375,7 +384,7 @@ async fn rolling_restart<B: Brokers>(cluster: &mut B, fault: usize) -> Done {
         if restarted {
             let waited = Instant::now();
             loop {
-                let u = cluster.under_replicated().await;
+                let u = cluster.under_replicated().await.map_err(|e| e.to_string());
                 let zero = matches!(u, Ok(0));
                 urp_last = Some(u.clone());
                 if zero || waited.elapsed() >= URP_TIMEOUT {
@@ -415,7 +424,7 @@ async fn rolling_restart<B: Brokers>(cluster: &mut B, fault: usize) -> Done {
     Done::Rolling { fault, nodes, controller, error, ok }
 }
 
-impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
+impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
     pub(super) async fn fire_broker(&mut self, f: usize, due: super::Due) -> anyhow::Result<()> {
         let spec = self.spec(f).clone();
         if spec.kind == FaultKind::RollingRestart {
@@ -528,7 +537,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
     pub(super) fn op_done(&mut self, cluster: &'a mut B, done: Done) -> anyhow::Result<()> {
         self.op = None;
         self.last_op_fault = self.op_fault.take();
-        self.bootstrap.send_replace(cluster.bootstrap());
+        self.bootstrap.send_replace(cluster.client_bootstrap());
         self.cluster = Some(cluster);
         self.job_done(done)?;
         self.pump()

@@ -3,15 +3,15 @@
 //! `coordinator-crash`, armed through the subject's hooks and confirmed
 //! only once they acted.
 use super::{Due, Nemesis, Wait};
+use crate::cluster::Cluster;
 use crate::history::fault::{
     ArmedFor, ArmedStart, CrashStart, CrashedEnd, DeclinedEnd, DelayedEnd, DroppedEnd, End, LateNotification, Missed,
     NotActedEnd, Start,
 };
-use crate::runner::faults::Brokers;
 use crate::scenario::{FaultKind, When};
 use crate::subject::{Hook, HookEnd, Subject, WorkerHit};
 
-impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
+impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     pub(super) async fn fire_coordinator(&mut self, f: usize, due: Due) -> anyhow::Result<()> {
         let spec = self.spec(f).clone();
         let name = self.slots[f].name.clone();

@@ -30,9 +30,9 @@ use sinkhole_workloads::model::{EventKind, SinkMode, Source};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use crate::cluster::Cluster;
 use crate::history::fault::{End, FailedStart, FaultEffect, FaultRecord, Firing, Start, Trigger};
 use crate::history::{self};
-use crate::runner::faults::Brokers;
 use crate::scenario::{FaultKind, FaultSpec, When};
 use crate::subject::{JobEvent, Notice, Subject};
 
@@ -163,7 +163,7 @@ pub(crate) struct Due {
     pub hold: Option<crate::subject::Hold>,
 }
 
-pub struct Nemesis<'a, S: Subject, B: Brokers> {
+pub struct Nemesis<'a, S: Subject, B: Cluster + ?Sized> {
     pub(crate) slots: Vec<Slot>,
     pub(crate) subject: S,
     /// None while a cluster action runs (it holds the cluster).
@@ -194,7 +194,7 @@ pub struct Nemesis<'a, S: Subject, B: Brokers> {
     pub(crate) deferred: Vec<bool>,
 }
 
-impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
+impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
     pub fn new(
         specs: Vec<FaultSpec>,
         subject: S,
@@ -205,7 +205,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
     ) -> Self {
         let n = specs.len();
         let slots = specs.into_iter().enumerate().map(|(i, s)| Slot::new(s, i)).collect();
-        bootstrap.send_replace(cluster.bootstrap());
+        bootstrap.send_replace(cluster.client_bootstrap());
         Nemesis {
             slots,
             subject,
@@ -246,7 +246,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
     /// returns every fault's record (the ones that never fired say why).
     pub async fn run(mut self, mut notices: mpsc::UnboundedReceiver<Notice>) -> anyhow::Result<Vec<FaultRecord>> {
         #[allow(clippy::large_enum_variant)] // one lives at a time, on the stack
-        enum Wake<'b, B> {
+        enum Wake<'b, B: ?Sized> {
             Notice(Option<Notice>),
             Op((&'b mut B, brokers::Done)),
             Wait(Option<(usize, Wait)>),
@@ -433,12 +433,12 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
                 self.pump()
             }
             HealAction::StartBroker(node) => {
-                let action = crate::cluster::local::NodeAction::Start;
+                let action = crate::cluster::NodeAction::Start;
                 self.queue.push_back(ClusterJob::Heal { fault: f, node, action });
                 self.pump()
             }
             HealAction::ResumeBroker(node) => {
-                let action = crate::cluster::local::NodeAction::Resume;
+                let action = crate::cluster::NodeAction::Resume;
                 self.queue.push_back(ClusterJob::Heal { fault: f, node, action });
                 self.pump()
             }
@@ -536,7 +536,7 @@ impl<'a, S: Subject, B: Brokers> Nemesis<'a, S, B> {
         };
         if self.slots.iter().any(|s| s.fired() && broker_fault(s.spec.kind.kind())) {
             let cluster = self.cluster.as_deref_mut().expect("no cluster action in flight");
-            if let Err(e) = cluster.wait_ready().await {
+            if let Err(e) = cluster.wait_ready(Duration::from_secs(120)).await {
                 self.history
                     .record(
                         Source::Coordinator,

@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 
 use super::brokers::{Aim, ClusterJob};
 use super::{Due, Heal, HealAction, Nemesis};
+use crate::cluster::Cluster;
 use crate::history::fault::{End, Isolated, IsolationStart, Role, RuleEnd, RuleStart, Start, Trigger};
-use crate::runner::faults::Brokers;
 use crate::scenario::{FaultKind, TidSelector};
 use crate::subject::Subject;
 
-impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
+impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     pub(super) async fn fire_network(&mut self, f: usize, due: Due) -> anyhow::Result<()> {
         let spec = self.spec(f).clone();
         let blackhole = spec.kind == FaultKind::NetBlackhole;

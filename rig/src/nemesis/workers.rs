@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::{Due, Heal, HealAction, Nemesis, Wait};
+use crate::cluster::Cluster;
 use crate::history::fault::{
     End, NoteEnd, OutageEnd, Resumed, ResumedEnd, Start, Transactions, WhileFrozen, WorkersStart,
 };
-use crate::runner::faults::Brokers;
 use crate::scenario::FaultKind;
 use crate::subject::{OutageEnd as Restored, Subject, WorkerHit};
 
@@ -17,7 +17,7 @@ fn all_confirmed(hits: &[WorkerHit]) -> bool {
     !hits.is_empty() && hits.iter().all(WorkerHit::confirmed)
 }
 
-impl<S: Subject, B: Brokers> Nemesis<'_, S, B> {
+impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     pub(super) async fn fire_workers(&mut self, f: usize, due: Due) -> anyhow::Result<()> {
         let spec = self.spec(f).clone();
         let name = self.slots[f].name.clone();

@@ -18,8 +18,6 @@ use crate::nemesis::{self, Nemesis};
 use crate::scenario::Scenario;
 use crate::subject::rig_job::{self, JobConfig, Launcher, ProcessLauncher};
 
-pub mod faults;
-
 #[cfg(test)]
 mod tests;
 
@@ -31,7 +29,7 @@ pub struct ModeRun<'a> {
     /// `results/<run-id>/<mode>/`: history.jsonl, checkpoints/, logs/ go here.
     pub dir: PathBuf,
     /// Either backend (local processes or containers).
-    pub cluster: &'a mut Cluster,
+    pub cluster: &'a mut dyn Cluster,
     pub topic: String,
     /// Transactional id prefix for this mode (unique per run and mode).
     pub tid_prefix: String,
@@ -62,7 +60,7 @@ pub async fn run_mode(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
 }
 
 /// The job of `cfg` with `launcher`'s workers, under `faults`, on `cluster`.
-pub async fn run_job<L: Launcher + 'static, B: faults::Brokers>(
+pub async fn run_job<L: Launcher + 'static, B: crate::cluster::Cluster + ?Sized>(
     cfg: JobConfig,
     launcher: L,
     faults: Vec<crate::scenario::FaultSpec>,
@@ -73,7 +71,7 @@ pub async fn run_job<L: Launcher + 'static, B: faults::Brokers>(
     let history = history::Writer::create(&path, cfg.mode, Instant::now())
         .with_context(|| format!("creating {}", path.display()))?;
     let (bootstrap_tx, bootstrap_rx) = watch::channel(Vec::new());
-    bootstrap_tx.send_replace(cluster.bootstrap());
+    bootstrap_tx.send_replace(cluster.client_bootstrap());
     let ncfg = nemesis::Config {
         mode: cfg.mode,
         topic: cfg.topic.clone(),

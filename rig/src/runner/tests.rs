@@ -20,8 +20,7 @@ use sinkhole_workloads::model::{
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::faults::{Brokers, NoBrokers};
-use crate::cluster::local::{NodeAction, NodeEffect};
+use crate::cluster::{BoxFuture, Cluster, ClusterError, ClusterFuture, NodeAction, NodeEffect, OnDown};
 use crate::history::{self, JobOutcome, ModeOutcome};
 use crate::scenario::{
     Brokers as Nodes, Fault, FaultSpec, JobSpec, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling,
@@ -340,11 +339,60 @@ impl Ran {
     }
 }
 
+/// A cluster with no nodes, for running the coordinator without brokers
+/// (tests of its state machine): every broker fault fails, visibly.
+#[derive(Debug, Default)]
+struct NoBrokers;
+
+impl Cluster for NoBrokers {
+    fn backend(&self) -> &'static str {
+        "none"
+    }
+    fn node_ids(&self) -> Vec<i32> {
+        vec![]
+    }
+    fn bootstrap_list(&self) -> Vec<String> {
+        vec!["127.0.0.1:9".into()]
+    }
+    fn bootstrap(&self) -> String {
+        "127.0.0.1:9".into()
+    }
+    fn act_with(
+        &mut self,
+        node: i32,
+        action: NodeAction,
+        _timeout: Duration,
+        _on_down: Option<OnDown>,
+    ) -> ClusterFuture<'_, NodeEffect> {
+        Box::pin(async move { Err(ClusterError::Unsupported(format!("no cluster: cannot {action:?} node {node}"))) })
+    }
+    fn wait_ready(&mut self, _timeout: Duration) -> ClusterFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn teardown(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn find_coordinator(&mut self, transactional_id: &str) -> ClusterFuture<'_, i32> {
+        let e = ClusterError::Unsupported(format!("no cluster: no coordinator for {transactional_id}"));
+        Box::pin(async move { Err(e) })
+    }
+    fn controller(&mut self) -> ClusterFuture<'_, i32> {
+        Box::pin(async { Err(ClusterError::Unsupported("no cluster: no controller".into())) })
+    }
+    fn leader_of(&mut self, topic: &str, partition: i32) -> ClusterFuture<'_, i32> {
+        let e = ClusterError::Unsupported(format!("no cluster: no leader of {topic}-{partition}"));
+        Box::pin(async move { Err(e) })
+    }
+    fn under_replicated(&mut self) -> ClusterFuture<'_, usize> {
+        Box::pin(async { Err(ClusterError::Unsupported("no cluster: nothing to count".into())) })
+    }
+}
+
 async fn run(name: &str, job: JobSpec, behavior: Behavior, faults: Vec<FaultSpec>) -> Ran {
     run_with(name, job, behavior, faults, &mut NoBrokers).await
 }
 
-async fn run_with<B: Brokers>(
+async fn run_with<B: Cluster>(
     name: &str,
     job: JobSpec,
     behavior: Behavior,
@@ -695,62 +743,101 @@ struct FakeBrokers {
     slow: Option<(u64, u64)>,
 }
 
-impl Brokers for FakeBrokers {
+impl Cluster for FakeBrokers {
+    fn backend(&self) -> &'static str {
+        "fake"
+    }
     fn node_ids(&self) -> Vec<i32> {
         vec![1, 2, 3]
     }
-    fn bootstrap(&self) -> Vec<String> {
+    fn bootstrap_list(&self) -> Vec<String> {
         vec!["127.0.0.1:1".into()]
     }
-    async fn act(&mut self, node: i32, action: NodeAction) -> Result<NodeEffect, String> {
-        let slow = matches!(action, NodeAction::Restart | NodeAction::Start);
-        let wait = match (self.slow, action) {
-            (Some((stop, _)), NodeAction::Stop) => stop,
-            (Some((_, start)), NodeAction::Start) => start,
-            (Some((stop, start)), NodeAction::Restart) => stop + start,
-            (Some(_), _) => 0,
-            (None, _) if slow => 300,
-            (None, _) => 0,
-        };
-        tokio::time::sleep(Duration::from_millis(wait)).await;
-        self.log.push((std::time::Instant::now(), node, action));
-        let signal = match action {
-            NodeAction::Kill => Some(Signal::SIGKILL),
-            NodeAction::Pause => Some(Signal::SIGSTOP),
-            NodeAction::Resume => Some(Signal::SIGCONT),
-            _ => Some(Signal::SIGTERM),
-        };
-        Ok(NodeEffect {
-            node_id: node,
-            action,
-            signals: signal.map(|s| effect(1, s, RunState::Gone)).into_iter().collect(),
-            new_pid: slow.then_some(2),
-            ready: slow.then_some(true),
-            elapsed_ms: if slow { 300 } else { 0 },
+    fn bootstrap(&self) -> String {
+        "127.0.0.1:1".into()
+    }
+    fn act_with(
+        &mut self,
+        node: i32,
+        action: NodeAction,
+        _timeout: Duration,
+        on_down: Option<OnDown>,
+    ) -> ClusterFuture<'_, NodeEffect> {
+        Box::pin(async move {
+            let slow = matches!(action, NodeAction::Restart | NodeAction::Start);
+            // How long the stop half and the start half take.
+            let (stop_ms, start_ms) = match (self.slow, action) {
+                (Some((stop, _)), NodeAction::Stop) => (stop, 0),
+                (Some((_, start)), NodeAction::Start) => (0, start),
+                (Some((stop, start)), NodeAction::Restart) => (stop, start),
+                (Some(_), _) => (0, 0),
+                (None, _) if slow => (0, 300),
+                (None, _) => (0, 0),
+            };
+            let signal = match action {
+                NodeAction::Kill => Some(Signal::SIGKILL),
+                NodeAction::Pause => Some(Signal::SIGSTOP),
+                NodeAction::Resume => Some(Signal::SIGCONT),
+                _ => Some(Signal::SIGTERM),
+            };
+            let signals: Vec<SignalEffect> = signal.map(|s| effect(1, s, RunState::Gone)).into_iter().collect();
+            tokio::time::sleep(Duration::from_millis(stop_ms)).await;
+            if let Some(tx) = on_down {
+                // Down now; the start half is what takes a while.
+                let down = NodeEffect { signals: signals.clone(), ..NodeEffect::new(node, action) };
+                let _ = tx.send(down);
+            }
+            tokio::time::sleep(Duration::from_millis(start_ms)).await;
+            self.log.push((std::time::Instant::now(), node, action));
+            Ok(NodeEffect {
+                node_id: node,
+                action,
+                signals,
+                new_pid: slow.then_some(2),
+                ready: slow.then_some(true),
+                elapsed_ms: stop_ms + start_ms,
+            })
         })
     }
-    async fn wait_ready(&mut self) -> Result<(), String> {
+    fn wait_ready(&mut self, _timeout: Duration) -> ClusterFuture<'_, ()> {
         self.ready_checks += 1;
-        Ok(())
+        Box::pin(async { Ok(()) })
     }
-    async fn find_coordinator(&mut self, transactional_id: &str) -> Result<i32, String> {
+    fn teardown(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn find_coordinator(&mut self, transactional_id: &str) -> ClusterFuture<'_, i32> {
         self.lookups.push(transactional_id.to_string());
-        Ok(3)
+        Box::pin(async { Ok(3) })
     }
-    async fn controller(&mut self) -> Result<i32, String> {
+    fn controller(&mut self) -> ClusterFuture<'_, i32> {
         self.lookups.push("controller".into());
-        Ok(2)
+        Box::pin(async { Ok(2) })
     }
-    async fn leader_of(&mut self, topic: &str, partition: i32) -> Result<i32, String> {
+    fn leader_of(&mut self, topic: &str, partition: i32) -> ClusterFuture<'_, i32> {
         self.lookups.push(format!("leader {topic}-{partition}"));
-        Ok(1)
+        Box::pin(async { Ok(1) })
     }
-    async fn under_replicated(&mut self) -> Result<usize, String> {
+    fn under_replicated(&mut self) -> ClusterFuture<'_, usize> {
         // Right after a restart one partition is still catching up.
         let restarts = self.log.iter().filter(|(_, _, a)| *a == NodeAction::Restart).count();
         self.urp_polls += 1;
-        Ok(usize::from(self.urp_polls % 2 == 1 && restarts > 0))
+        let n = usize::from(self.urp_polls % 2 == 1 && restarts > 0);
+        Box::pin(async move { Ok(n) })
     }
+}
+
+#[tokio::test]
+async fn the_fake_cluster_tells_a_restart_down_before_it_ends() {
+    let mut brokers = FakeBrokers::default();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let act = async { brokers.act_with(2, NodeAction::Restart, Duration::from_secs(1), Some(tx)).await.unwrap() };
+    let watch = async { (rx.await.unwrap(), std::time::Instant::now()) };
+    let (done, (down, down_at)) = tokio::join!(act, watch);
+    assert_eq!((down.node_id, down.action, down.new_pid, down.ready), (2, NodeAction::Restart, None, None));
+    assert_eq!(done.new_pid, Some(2));
+    let (restarted_at, _, _) = brokers.log[0];
+    assert!(down_at < restarted_at, "down is told before the restart ends");
 }
 
 #[tokio::test]
@@ -1109,9 +1196,9 @@ async fn an_event_triggered_restart_holds_only_its_window_and_the_other_faults_f
     for f in &r.faults {
         assert!(f.fired && f.confirmed, "{f:?}");
     }
-    // The restart went stop, then start: the notification of 2 came between.
+    // One restart; the notification of 2 came between its stop and its start.
     let actions: Vec<(i32, NodeAction)> = brokers.log.iter().map(|(_, n, a)| (*n, *a)).collect();
-    assert_eq!(actions, vec![(3, NodeAction::Stop), (3, NodeAction::Start)]);
+    assert_eq!(actions, vec![(3, NodeAction::Restart)]);
     let persisted = mono(&r, |k| matches!(k, EventKind::CheckpointPersisted { id: 2, .. }));
     let notified = mono(&r, |k| *k == EventKind::CheckpointNotified { id: 2 });
     let restarted = mono(&r, |k| matches!(k, EventKind::FaultEnded { name, .. } if name == "restart"));

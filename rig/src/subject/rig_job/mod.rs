@@ -50,7 +50,7 @@ pub struct JobConfig {
     pub progress: bool,
     /// Workers bootstrap from this listener with its credentials instead of
     /// the cluster's bootstrap (ACL scenarios: the sink's own principal).
-    pub sink_listener: Option<crate::cluster::local::SinkListener>,
+    pub sink_listener: Option<crate::cluster::SinkListener>,
 }
 
 /// How the job ended, as the coordinator saw it.

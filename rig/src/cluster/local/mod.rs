@@ -1,0 +1,411 @@
+//! The `local` cluster backend: Kafka brokers as JVM processes on this machine.
+//!
+//! Each node is a KRaft combined broker+controller with its own directory
+//! (`node-<id>/`: `server.properties`, `data/`, `logs/`, and `server.log` where
+//! the JVM's stdout and stderr go), loopback ports, and storage formatted by
+//! Kafka's own `kafka.tools.StorageTool` with one cluster id for all nodes.
+//!
+//! Lifecycle actions are real: `stop` is SIGTERM and a wait for the broker's
+//! controlled shutdown, `kill` is SIGKILL, `pause`/`resume` are SIGSTOP/SIGCONT
+//! (a paused broker keeps its sockets open and answers nothing, like a long GC
+//! pause), and `restart` starts a new JVM with the same node id, configuration
+//! and data directory. Every action returns the effect the kernel showed
+//! (see [`sinkhole_faults::process`]).
+//!
+//! The backend's files: this one holds the cluster (start, status, teardown, the state-file
+//! hand-over and the [`Cluster`] implementation); `setup` prepares what the first start needs
+//! (ports, the proxy's routes, the formatted storage); `process` runs one node's JVM (launch,
+//! signals, graceful stop); `ready` waits until the nodes answer.
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+use sinkhole_faults::process::{ProcessId, RunState, SignalError};
+use sinkhole_faults::proxy::Proxy;
+use sinkhole_workloads::wire::SaslPlain;
+
+use super::config::{self, NodeAddr};
+use super::node::io;
+use super::ports;
+use super::{
+    new_cluster_id, BoxFuture, Cluster, ClusterError, ClusterFuture, Intent, NodeAction, NodeEffect, OnDown,
+    SinkListener,
+};
+use crate::install::KafkaDist;
+use crate::procs::{self, Lifetime};
+
+mod process;
+mod ready;
+mod setup;
+
+pub use process::{tail, LocalNode};
+use setup::{proxy_routes, sink_ports};
+
+/// What only the local backend fails at (shown through [`ClusterError::Backend`]).
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error("formatting the storage of node {node} failed (exit {code:?}):\n{output}")]
+    Format { node: i32, code: Option<i32>, output: String },
+    #[error("node {id}: {source}")]
+    Signal {
+        id: i32,
+        #[source]
+        source: SignalError,
+    },
+}
+
+impl From<LocalError> for ClusterError {
+    fn from(e: LocalError) -> Self {
+        ClusterError::Backend(Box::new(e))
+    }
+}
+
+/// How to build a local cluster.
+#[derive(Debug, Clone)]
+pub struct LocalSpec {
+    pub nodes: usize,
+    pub dist: KafkaDist,
+    pub broker_config: BTreeMap<String, String>,
+    /// JVM max heap, e.g. "512m".
+    pub heap: String,
+    pub base_port: Option<u16>,
+    /// The cluster's directory (node directories are made inside it).
+    pub dir: PathBuf,
+    pub lifetime: Lifetime,
+    pub ready_timeout: Duration,
+    /// Remove `dir` at teardown (throwaway clusters); logs are lost with it.
+    pub remove_dir_on_teardown: bool,
+    /// ACL scenarios: an authorizer, and a SASL/PLAIN listener for the sink
+    /// workers whose one user is this ([`config::with_sink_listener`]).
+    pub sink_sasl: Option<SaslPlain>,
+    /// Put the rig's Kafka-aware proxy in front of every listener, with this
+    /// seed (None: no proxy). See [`LocalCluster::proxy`].
+    pub proxy: Option<u64>,
+}
+
+impl LocalSpec {
+    pub fn new(dist: KafkaDist, nodes: usize, dir: PathBuf) -> LocalSpec {
+        LocalSpec {
+            nodes,
+            dist,
+            broker_config: BTreeMap::new(),
+            heap: "512m".into(),
+            base_port: None,
+            dir,
+            lifetime: Lifetime::Owned,
+            ready_timeout: Duration::from_secs(90),
+            remove_dir_on_teardown: false,
+            sink_sasl: None,
+            proxy: None,
+        }
+    }
+}
+
+/// Status of one node as `sinkhole cluster status` prints it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeStatus {
+    pub node_id: i32,
+    pub pid: Option<i32>,
+    pub broker_port: u16,
+    pub controller_port: u16,
+    pub intent: Intent,
+    pub observed: RunState,
+    pub log: PathBuf,
+}
+
+/// A running local cluster.
+#[derive(Debug)]
+pub struct LocalCluster {
+    pub version: String,
+    pub cluster_id: String,
+    pub dir: PathBuf,
+    pub dist: KafkaDist,
+    pub heap: String,
+    pub broker_config: BTreeMap<String, String>,
+    pub lifetime: Lifetime,
+    pub nodes: Vec<LocalNode>,
+    pub remove_dir_on_teardown: bool,
+    torn_down: bool,
+    proxy: Option<Proxy>,
+}
+
+impl LocalCluster {
+    /// Formats and starts every node, then waits until the cluster is ready.
+    pub async fn start(spec: LocalSpec) -> Result<LocalCluster, ClusterError> {
+        if !matches!(spec.nodes, 1 | 3 | 5) {
+            return Err(ClusterError::NodeCount(spec.nodes));
+        }
+        let addrs = ports::allocate(spec.nodes, spec.base_port)?;
+        // The JVMs run inside their node directories: every path handed to
+        // them must be absolute.
+        let mut spec = spec;
+        spec.dir = std::path::absolute(&spec.dir).map_err(io(format!("resolving {}", spec.dir.display())))?;
+        fs::create_dir_all(&spec.dir).map_err(io(format!("creating {}", spec.dir.display())))?;
+        let cluster_id = new_cluster_id();
+        let sink_ports = if spec.sink_sasl.is_some() { sink_ports(&addrs)? } else { vec![] };
+        let proxied = match spec.proxy {
+            Some(_) => Some(ports::allocate_proxy(&addrs, &sink_ports)?),
+            None => None,
+        };
+        let mut nodes = Vec::new();
+        for addr in &addrs {
+            let dir = spec.dir.join(format!("node-{}", addr.node_id));
+            fs::create_dir_all(dir.join("logs")).map_err(io(format!("creating {}", dir.display())))?;
+            let data = dir.join("data");
+            let mut text = config::render(*addr, &addrs, &data.to_string_lossy(), &spec.broker_config);
+            if let Some(sasl) = &spec.sink_sasl {
+                let port = sink_ports[nodes.len()];
+                text = config::with_sink_listener(&text, port, &sasl.username, &sasl.password);
+            }
+            if let Some(p) = &proxied {
+                text = config::via_proxy(&text, &addrs, p);
+            }
+            let proxy_port = proxied.as_ref().map(|p| p[nodes.len()].broker_port);
+            let node = LocalNode { addr: *addr, dir, process: None, child: None, intent: Intent::Stopped, proxy_port };
+            fs::write(node.config_path(), text).map_err(io("writing server.properties"))?;
+            nodes.push(node);
+        }
+        let mut cluster = LocalCluster {
+            version: spec.dist.version.clone(),
+            cluster_id,
+            dir: spec.dir.clone(),
+            dist: spec.dist.clone(),
+            heap: spec.heap.clone(),
+            broker_config: spec.broker_config.clone(),
+            lifetime: spec.lifetime,
+            nodes,
+            remove_dir_on_teardown: spec.remove_dir_on_teardown,
+            torn_down: false,
+            proxy: None,
+        };
+        if let (Some(p), Some(seed)) = (&proxied, spec.proxy) {
+            // Before the brokers: their first connections already cross it.
+            cluster.proxy = Some(Proxy::start(proxy_routes(&addrs, p), seed).await.map_err(io("starting the proxy"))?);
+        }
+        cluster.format_all()?;
+        for i in 0..cluster.nodes.len() {
+            cluster.launch(i)?;
+        }
+        cluster.await_ready(spec.ready_timeout).await?;
+        Ok(cluster)
+    }
+
+    fn index(&self, id: i32) -> Result<usize, ClusterError> {
+        self.nodes
+            .iter()
+            .position(|n| n.addr.node_id == id)
+            .ok_or_else(|| ClusterError::UnknownNode { id, known: self.node_ids() })
+    }
+
+    pub fn node(&self, id: i32) -> Result<&LocalNode, ClusterError> {
+        Ok(&self.nodes[self.index(id)?])
+    }
+
+    pub fn status(&mut self) -> Vec<NodeStatus> {
+        self.nodes
+            .iter_mut()
+            .map(|n| NodeStatus {
+                node_id: n.addr.node_id,
+                pid: n.process.map(|p| p.pid),
+                broker_port: n.addr.broker_port,
+                controller_port: n.addr.controller_port,
+                intent: n.intent,
+                observed: n.observed(),
+                log: n.log_path(),
+            })
+            .collect()
+    }
+
+    /// Every process this cluster started and may still have.
+    pub fn processes(&self) -> Vec<ProcessId> {
+        self.nodes.iter().filter_map(|n| n.process).collect()
+    }
+
+    /// Kills every node (SIGKILL to each process group) and reaps them; removes
+    /// the directory when the spec asked for it. Idempotent.
+    pub fn teardown(&mut self) {
+        if self.torn_down {
+            return;
+        }
+        self.torn_down = true;
+        for i in 0..self.nodes.len() {
+            if let Some(p) = self.nodes[i].process {
+                if p.is_alive() {
+                    let _ = p.signal_group(Signal::SIGKILL, Duration::from_secs(5));
+                }
+            }
+            self.reap(i);
+            self.nodes[i].intent = Intent::Killed;
+        }
+        if let Some(p) = &self.proxy {
+            p.stop();
+        }
+        if self.remove_dir_on_teardown {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    /// Hands the nodes over to a state file: this value no longer kills them on drop.
+    pub fn detach(mut self) -> Vec<LocalNodeRecord> {
+        self.torn_down = true;
+        self.nodes
+            .iter_mut()
+            .map(|n| {
+                n.child.take();
+                if let Some(p) = n.process {
+                    procs::forget(p.pid);
+                }
+                LocalNodeRecord { addr: n.addr.into(), process: n.process, intent: n.intent }
+            })
+            .collect()
+    }
+
+    /// Rebuilds a cluster from its state file (its JVMs are not our children).
+    pub fn adopt(
+        dist: KafkaDist,
+        cluster_id: String,
+        dir: PathBuf,
+        heap: String,
+        broker_config: BTreeMap<String, String>,
+        records: Vec<LocalNodeRecord>,
+    ) -> LocalCluster {
+        let nodes = records
+            .into_iter()
+            .map(|r| LocalNode {
+                dir: dir.join(format!("node-{}", r.addr.node_id)),
+                addr: r.addr.into(),
+                process: r.process,
+                child: None,
+                intent: r.intent,
+                proxy_port: None,
+            })
+            .collect();
+        LocalCluster {
+            version: dist.version.clone(),
+            cluster_id,
+            dir,
+            dist,
+            heap,
+            broker_config,
+            lifetime: Lifetime::Detached,
+            nodes,
+            remove_dir_on_teardown: false,
+            torn_down: true, // adopted clusters end only through `down`
+            proxy: None,
+        }
+    }
+
+    /// Forces teardown of an adopted cluster (`cluster down`).
+    pub fn force_teardown(&mut self, remove_dir: bool) {
+        self.torn_down = false;
+        self.remove_dir_on_teardown = remove_dir;
+        self.teardown();
+    }
+}
+
+/// The local backend behind the cluster layer's one trait. The lookups are the trait's own
+/// (the Kafka requests of [`super::lookup`]); network isolation goes through the proxy, which
+/// fronts every listener, so `isolates_nodes` stays false.
+impl Cluster for LocalCluster {
+    fn backend(&self) -> &'static str {
+        "local"
+    }
+
+    fn node_ids(&self) -> Vec<i32> {
+        self.nodes.iter().map(|n| n.addr.node_id).collect()
+    }
+
+    fn bootstrap_list(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.bootstrap()).collect()
+    }
+
+    fn bootstrap(&self) -> String {
+        self.nodes.iter().filter(|n| n.intent == Intent::Running).map(|n| n.bootstrap()).collect::<Vec<_>>().join(",")
+    }
+
+    fn act_with(
+        &mut self,
+        node: i32,
+        action: NodeAction,
+        timeout: Duration,
+        on_down: Option<OnDown>,
+    ) -> ClusterFuture<'_, NodeEffect> {
+        Box::pin(self.apply(node, action, timeout, on_down))
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> ClusterFuture<'_, ()> {
+        Box::pin(self.await_ready(timeout))
+    }
+
+    /// The sink's SASL listener (every node's), when the cluster was started
+    /// with [`LocalSpec::sink_sasl`]. Read back from each node's
+    /// `server.properties`, so an adopted cluster answers too.
+    fn sink_listener(&self) -> Option<SinkListener> {
+        let prefix = format!("{}://", config::SINK_LISTENER);
+        let jaas_user = format!("listener.name.{}.plain.sasl.jaas.config=", config::SINK_LISTENER.to_ascii_lowercase());
+        let mut bootstrap = Vec::new();
+        let mut sasl = None;
+        for n in &self.nodes {
+            let text = fs::read_to_string(n.config_path()).ok()?;
+            for line in text.lines() {
+                if let Some(v) = line.strip_prefix("listeners=") {
+                    bootstrap.extend(v.split(',').filter_map(|l| l.strip_prefix(&prefix)).map(str::to_string));
+                }
+                if let Some(v) = line.strip_prefix(&jaas_user) {
+                    // `... required user_<name>="<password>";`
+                    let (_, rest) = v.split_once(" user_")?;
+                    let (name, pw) = rest.split_once('=')?;
+                    sasl = Some(SaslPlain::new(name, pw.trim_end_matches(';').trim_matches('"')));
+                }
+            }
+        }
+        (!bootstrap.is_empty()).then_some(())?;
+        Some(SinkListener { bootstrap, sasl: sasl? })
+    }
+
+    /// The Kafka-aware proxy in front of every listener, when the spec asked
+    /// for one. It lives as long as the cluster, across node stops and kills.
+    fn proxy(&self) -> Option<Proxy> {
+        self.proxy.clone()
+    }
+
+    fn teardown(&mut self) -> BoxFuture<'_, ()> {
+        LocalCluster::teardown(self);
+        Box::pin(async {})
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+/// A node as the state file keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LocalNodeRecord {
+    pub addr: NodeAddrRecord,
+    pub process: Option<ProcessId>,
+    pub intent: Intent,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct NodeAddrRecord {
+    pub node_id: i32,
+    pub broker_port: u16,
+    pub controller_port: u16,
+}
+
+impl From<NodeAddr> for NodeAddrRecord {
+    fn from(a: NodeAddr) -> Self {
+        NodeAddrRecord { node_id: a.node_id, broker_port: a.broker_port, controller_port: a.controller_port }
+    }
+}
+impl From<NodeAddrRecord> for NodeAddr {
+    fn from(a: NodeAddrRecord) -> Self {
+        NodeAddr { node_id: a.node_id, broker_port: a.broker_port, controller_port: a.controller_port }
+    }
+}

@@ -1,0 +1,94 @@
+//! What a local cluster needs before its first start: loopback ports for the sink listener,
+//! the proxy's routes, and every node's storage formatted by Kafka's own
+//! `kafka.tools.StorageTool` with the one cluster id.
+use std::process::{Command, Stdio};
+
+use sinkhole_faults::proxy::{ListenerKind, Route};
+
+use super::{LocalCluster, LocalError};
+use crate::cluster::config::NodeAddr;
+use crate::cluster::node::io;
+use crate::cluster::ports::PortError;
+use crate::cluster::ClusterError;
+use crate::procs::{self, Lifetime};
+
+/// One loopback port per node for the sink listener, distinct from each
+/// other and from the nodes' own ports.
+pub(super) fn sink_ports(addrs: &[NodeAddr]) -> Result<Vec<u16>, ClusterError> {
+    let mut taken: Vec<u16> = addrs.iter().flat_map(|a| [a.broker_port, a.controller_port]).collect();
+    let mut out = Vec::new();
+    let mut tries = 0;
+    while out.len() < addrs.len() {
+        tries += 1;
+        if tries > 64 {
+            return Err(ClusterError::Ports(PortError::NoneFree(
+                "the kernel kept returning ports already chosen".into(),
+            )));
+        }
+        let what = "finding a free port for the sink listener";
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(io(what))?;
+        let port = l.local_addr().map_err(io(what))?.port();
+        if !taken.contains(&port) {
+            taken.push(port);
+            out.push(port);
+        }
+    }
+    Ok(out)
+}
+
+/// The proxy's routes: per node, its broker and controller listeners, each
+/// reached at the proxy port (`proxied`) and forwarded to the real one.
+pub(super) fn proxy_routes(real: &[NodeAddr], proxied: &[NodeAddr]) -> Vec<Route> {
+    let at = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    real.iter()
+        .zip(proxied)
+        .flat_map(|(r, p)| {
+            [
+                Route {
+                    node: r.node_id,
+                    kind: ListenerKind::Broker,
+                    listen: at(p.broker_port),
+                    upstream: at(r.broker_port),
+                },
+                Route {
+                    node: r.node_id,
+                    kind: ListenerKind::Controller,
+                    listen: at(p.controller_port),
+                    upstream: at(r.controller_port),
+                },
+            ]
+        })
+        .collect()
+}
+
+impl LocalCluster {
+    /// `StorageTool format` for every node, in parallel (each is a short JVM).
+    pub(super) fn format_all(&self) -> Result<(), ClusterError> {
+        let mut running = Vec::new();
+        for node in &self.nodes {
+            let mut cmd = Command::new(self.dist.java());
+            cmd.arg("-Xmx256m")
+                .arg(format!("-Dlog4j2.configurationFile={}", self.dist.log4j_config().display()))
+                .arg("-cp")
+                .arg(self.dist.classpath())
+                .args(["kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", &self.cluster_id, "-c"])
+                .arg(node.config_path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let (child, _) = procs::spawn(cmd, Lifetime::Owned).map_err(io("starting the Kafka storage tool"))?;
+            running.push((node.addr.node_id, child));
+        }
+        for (node, child) in running {
+            let pid = child.id() as i32;
+            let out = child.wait_with_output().map_err(io("waiting for the storage tool"))?;
+            procs::forget(pid);
+            if !out.status.success() {
+                let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
+                output.push_str(&String::from_utf8_lossy(&out.stderr));
+                return Err(LocalError::Format { node, code: out.status.code(), output }.into());
+            }
+        }
+        Ok(())
+    }
+}
