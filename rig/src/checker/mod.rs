@@ -490,7 +490,7 @@ impl HistoryIndex {
                 by_subtask.resize_with(s + 1, || (Vec::new(), 0));
             }
             by_subtask[s].0.push(k);
-            by_subtask[s].1 = by_subtask[s].1.max(t.last_seq.saturating_sub(t.first_seq) + 1);
+            by_subtask[s].1 = by_subtask[s].1.max(t.last_seq.saturating_sub(t.first_seq).saturating_add(1));
         }
         for (v, _) in &mut by_subtask {
             v.sort_by_key(|&k| (txns[k].first_seq, txns[k].checkpoint));
@@ -917,6 +917,33 @@ mod tests {
         assert_eq!(r.counts.lost, 50);
         assert_eq!(r.lost_ranges, 50);
         assert_eq!(r.examples.lost.len(), MAX_EXAMPLES);
+    }
+
+    /// A pre-committed range over all of u64, or reversed, as a damaged
+    /// history line can claim: no overflow, no allocation for the range;
+    /// only the seqs the source can write are tracked.
+    #[test]
+    fn a_damaged_range_in_the_history_neither_overflows_nor_allocates() {
+        let claim = |first: u64, last: u64| {
+            let mut e = precommitted(0, 1, 0, 9);
+            if let EventKind::TxnPrecommitted { committable, .. } = &mut e.kind {
+                (committable.first_seq, committable.last_seq) = (Some(first), Some(last));
+            }
+            HistoryIndex::from_events(&[e, finished(0, 1, CommitOutcome::Committed)])
+        };
+        let tid = "sinkhole-r1-legacy-0-1";
+        let recs: Vec<_> = (0..10).map(|q| rec(0, q as i64, &record::value(RUN, 0, q), tid)).collect();
+        let r = check(&exp(1, 10), &recs, &claim(0, u64::MAX), &[]);
+        assert_eq!((r.counts.committed, r.counts.lost, r.counts.torn_transaction), (10, 0, 1));
+        // Seen whole up to the source's end: the first missing seq is the next one.
+        let d = &r.examples.torn_transaction[0].detail;
+        assert!(d.contains("10 of 18446744073709551615 records visible") && d.ends_with("(first: seq 10)"), "{d}");
+
+        let r = check(&exp(1, 10), &recs[..4], &claim(u64::MAX, 0), &[]);
+        assert_eq!((r.counts.committed, r.counts.lost, r.counts.torn_transaction), (4, 6, 1));
+        assert!(r.examples.lost[0].detail.ends_with("lost: in no pre-committed transaction of the history"));
+        let r = check(&exp(1, 10), &recs, &claim(u64::MAX, u64::MAX), &[]);
+        assert_eq!((r.counts.committed, r.counts.torn_transaction), (10, 0));
     }
 
     #[test]
