@@ -271,8 +271,10 @@ pub fn drop_meaning(err: &ProducerError) -> &'static str {
     }
 }
 
-/// Commit attempts before a retriable error fails the job (Flink's
-/// `sink.committer.retries`, default 10 as far as we know).
+/// Commit attempts, 100 ms apart, before a retriable error fails the job.
+/// Flink's `sink.committer.retries` (default 10, `SinkOptions`) counts
+/// retries after the first call, so Flink calls up to 11 times, with no
+/// pause between them (docs/PROTOCOL.md §4.2).
 pub const COMMIT_ATTEMPTS: u32 = 10;
 
 #[cfg(test)]
