@@ -1,7 +1,7 @@
 //! sinkhole: a Jepsen-style chaos and correctness rig for Kafka transactional sinks.
 //!
 //! The library behind the `sinkhole` binary. Data flows left to right
-//! (see DESIGN.md): installation → cluster backend → probes and workloads →
+//! (see docs/ARCHITECTURE.md): installation → cluster backend → probes and workloads →
 //! faults → history → checker → verdict. This crate holds the rig side:
 //! - [`install`]: Kafka distributions from Maven Central, cached per version;
 //! - [`cluster`]: cluster backends and node lifecycle;

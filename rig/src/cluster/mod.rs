@@ -1,7 +1,7 @@
 //! Cluster backends: where the Kafka brokers under test come from.
 //!
 //! `local` runs brokers as JVM processes from a Kafka installation (see
-//! [`crate::install`]). The `containers` and `external` backends of DESIGN.md
+//! [`crate::install`]). The `containers` and `external` backends of docs/ARCHITECTURE.md
 //! come with later issues and will sit behind the same node-lifecycle actions
 //! ([`local::NodeAction`]).
 pub mod config;

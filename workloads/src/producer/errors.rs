@@ -1,6 +1,6 @@
 //! Error classification per API: retry, abortable or fatal.
 //!
-//! The table is `PROTOCOL.md` §2, taken from the handlers of Kafka's Java
+//! The table is `docs/PROTOCOL.md` §2, taken from the handlers of Kafka's Java
 //! `TransactionManager` (`InitProducerIdHandler`, `AddPartitionsToTxnHandler`,
 //! `EndTxnHandler`, `maybeTransitionToErrorState`) and `Sender.completeBatch`
 //! / `canRetry` for Produce. The wire client already retries the retriable
@@ -155,7 +155,7 @@ mod tests {
 
     const APIS: [Api; 5] = [InitProducerId, AddPartitionsToTxn, Produce, EndTxnCommit, EndTxnAbort];
 
-    /// One row of PROTOCOL.md §2: the class per API, in the order of `APIS`.
+    /// One row of docs/PROTOCOL.md §2: the class per API, in the order of `APIS`.
     fn row(code: KafkaCode, ctx: &ErrorContext, expected: [ErrorClass; 5]) {
         for (api, want) in APIS.iter().zip(expected) {
             assert_eq!(classify(*api, code, ctx), want, "{code} on {api:?} with {ctx:?}");

@@ -13,7 +13,7 @@
 //!   `delivery_timeout`; unlike Java's background thread it runs inside
 //!   `send` (when a batch fills), `poll` and `flush`, with one request in
 //!   flight per broker, awaited;
-//! * [`errors`] is the error table of `PROTOCOL.md` §2.
+//! * [`errors`] is the error table of `docs/PROTOCOL.md` §2.
 //!
 //! Transactions V1 and V2 (KIP-890) are both spoken: V1 adds partitions with
 //! AddPartitionsToTxn, produces with v≤11 and ends with EndTxn v≤4 keeping the

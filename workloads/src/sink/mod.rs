@@ -1,4 +1,4 @@
-//! Sink modes: the subjects the rig compares (DESIGN.md, "Sink modes").
+//! Sink modes: the subjects the rig compares (README.md, "Sink modes").
 //!
 //! A [`Sink`] is the writer + committer pair of one subtask, in the shape of
 //! Flink's KafkaSink: `ExactlyOnceKafkaWriter` writes records into the open
@@ -208,7 +208,7 @@ pub fn error_text(err: &ProducerError) -> String {
     }
 }
 
-/// How Flink's `KafkaCommitter` treats a failed commit (PROTOCOL.md §4).
+/// How Flink's `KafkaCommitter` treats a failed commit (docs/PROTOCOL.md §4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitErrorClass {
     /// Retried (`retryLater`): timeouts, transport errors, coordinator moves.
