@@ -11,6 +11,9 @@
 //! - `checker::store::{decode, read, for_each}` for `drained.bin`, then the counter;
 //! - `checker::recheck` on a directory with a damaged `drained.partitions.json`.
 //!
+//! The checked-in old run (`tests/fixtures/old-results/`) gives a real
+//! history and drain as more seeds.
+//!
 //! Every case must return (`Ok` or `Err`, either is fine) without a panic
 //! (caught per case), within a time bound (watched from another thread),
 //! and without any single allocation above [`MAX_ALLOCATION`] (a length
@@ -384,6 +387,38 @@ fn scenario_seeds() -> Vec<(String, String)> {
     v
 }
 
+/// The checked-in old run (`tests/fixtures/old-results/`): a real history
+/// and drain of the rig, as more seeds.
+struct RealRun {
+    history: String,
+    drained: Vec<u8>,
+    partitions: Vec<PartitionDrain>,
+    expected: Expected,
+}
+
+fn real_run() -> RealRun {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/old-results");
+    let run = std::fs::read_dir(&base)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("summary.json").is_file())
+        .expect("the old-results fixture");
+    let dir = run.join("legacy");
+    let verdict: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("verdict.json")).unwrap()).unwrap();
+    let s = scenario::load(&run.join("scenario.yaml")).unwrap();
+    RealRun {
+        history: std::fs::read_to_string(dir.join("history.jsonl")).unwrap(),
+        drained: std::fs::read(dir.join(store::FILE_NAME)).unwrap(),
+        partitions: store::read_partitions(&dir.join(store::PARTITIONS_FILE)).unwrap(),
+        expected: Expected {
+            run_id: verdict["run_id"].as_str().unwrap().to_string(),
+            parallelism: s.job.parallelism,
+            records_per_subtask: s.job.records_per_subtask,
+        },
+    }
+}
+
 const RUN: &str = "rb";
 const PER_SUBTASK: u64 = 40;
 
@@ -666,7 +701,7 @@ fn damaged_scenarios_are_errors_not_panics() {
     let seeds = scenario_seeds();
     let mut cases = Vec::new();
     for (k, (name, text)) in seeds.iter().enumerate() {
-        for i in 0..250u64 {
+        for i in 0..200u64 {
             let seed = 0x5CE7_0000 + (k as u64) * 1000 + i;
             let (bytes, how) = mutate(&mut Rng(seed), text.as_bytes());
             let damaged = String::from_utf8_lossy(&bytes).into_owned();
@@ -735,7 +770,7 @@ fn damaged_histories_are_errors_not_panics() {
         let label = format!("history edge {i}: {}", k.chars().take(300).collect::<String>());
         cases.push(Case { label, run: Box::new(check(k, recs.clone(), parts.clone())) });
     }
-    for i in 0..6000u64 {
+    for i in 0..4000u64 {
         let seed = 0x4157_0000 + i;
         let rng = &mut Rng(seed);
         let (bytes, how) = if i % 2 == 0 { mutate(rng, text.as_bytes()) } else { mutate_field(rng, text.as_bytes()) };
@@ -743,6 +778,28 @@ fn damaged_histories_are_errors_not_panics() {
         cases.push(Case {
             label: format!("history seed {seed:#x} ({})", how.join(", ")),
             run: Box::new(check(damaged, recs.clone(), parts.clone())),
+        });
+    }
+    // The real history, damaged, against its own drain.
+    let real = real_run();
+    let recs = std::sync::Arc::new(store::decode(&real.drained).unwrap());
+    let parts = std::sync::Arc::new(real.partitions);
+    let exp = real.expected;
+    for i in 0..300u64 {
+        let seed = 0x4E41_0000 + i;
+        let rng = &mut Rng(seed);
+        let bytes = real.history.as_bytes();
+        let (bytes, how) = if i % 2 == 0 { mutate(rng, bytes) } else { mutate_field(rng, bytes) };
+        let damaged = String::from_utf8_lossy(&bytes).into_owned();
+        let (recs, parts, exp) = (recs.clone(), parts.clone(), exp.clone());
+        cases.push(Case {
+            label: format!("fixture history seed {seed:#x} ({})", how.join(", ")),
+            run: Box::new(move || match history::parse(&damaged, Path::new("history.jsonl")) {
+                Ok(h) => {
+                    checker::check(&exp, &recs, &HistoryIndex::from_events(&h.events), &parts);
+                }
+                Err(e) => assert!(e.to_string().starts_with("history.jsonl:"), "{e}"),
+            }),
         });
     }
     let n = cases.len();
@@ -765,7 +822,7 @@ fn damaged_drains_are_errors_not_panics() {
     let index = std::sync::Arc::new(HistoryIndex::from_events(&events));
     let parts = std::sync::Arc::new(parts);
     let mut cases = Vec::new();
-    for i in 0..3000u64 {
+    for i in 0..2500u64 {
         let seed = 0xD8A1_0000 + i;
         let (damaged, how) = mutate_drain(&mut Rng(seed), &bytes, &fields);
         let (dir, hist, index, parts) = (dir.clone(), hist.clone(), index.clone(), parts.clone());
@@ -800,6 +857,26 @@ fn damaged_drains_are_errors_not_panics() {
             }),
         });
     }
+    // The real drain, damaged.
+    let real = real_run();
+    let real_fields = length_fields(&real.drained);
+    let real_index = std::sync::Arc::new(HistoryIndex::from_events(
+        &history::parse(&real.history, Path::new("history.jsonl")).unwrap().events,
+    ));
+    let real_parts = std::sync::Arc::new(real.partitions);
+    for i in 0..300u64 {
+        let seed = 0xD8A2_0000 + i;
+        let (damaged, how) = mutate_drain(&mut Rng(seed), &real.drained, &real_fields);
+        let (index, parts, exp) = (real_index.clone(), real_parts.clone(), real.expected.clone());
+        cases.push(Case {
+            label: format!("fixture drained.bin seed {seed:#x} ({})", how.join(", ")),
+            run: Box::new(move || {
+                if let Ok(recs) = store::decode(&damaged) {
+                    checker::check(&exp, &recs, &index, &parts);
+                }
+            }),
+        });
+    }
     let n = cases.len();
     let failures = run_cases(cases);
     let _ = std::fs::remove_dir_all(&dir);
@@ -821,7 +898,7 @@ fn damaged_drain_positions_are_errors_not_panics() {
     let clean = checker::recheck(&dir, &expected(), Some(&hist)).unwrap();
     assert_eq!(clean.counts.uncommitted_tail, 1);
     let mut cases = Vec::new();
-    for i in 0..1000u64 {
+    for i in 0..600u64 {
         let seed = 0x9A27_0000 + i;
         let rng = &mut Rng(seed);
         let (damaged, how) = if i % 2 == 0 { mutate(rng, &text) } else { mutate_field(rng, &text) };
