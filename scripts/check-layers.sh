@@ -15,7 +15,7 @@
 set -euo pipefail
 
 LAYERS="
-utc procs
+utc procs term
 install
 scenario
 cluster

@@ -14,8 +14,8 @@
 #
 # Idempotent: `start` twice starts one service. If DOCKER_HOST already points at an engine that
 # answers (a real Docker, say), `start` does nothing and prints it. Why the configuration: see
-# shared/CONTAINERS.md (crun fails on this cgroup setup, so runc; the sandbox lacks
-# CAP_SYS_RESOURCE, so explicit ulimits below the hard limits).
+# the Podman notes in the README's "Containers" section (crun fails on this cgroup setup, so
+# runc; the sandbox lacks CAP_SYS_RESOURCE, so explicit ulimits below the hard limits).
 set -uo pipefail
 
 dir=${SINKHOLE_PODMAN_DIR:-/tmp/sinkhole-podman}

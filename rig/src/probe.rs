@@ -4,7 +4,7 @@
 //! is a response the broker sent to a request the probe made, and the
 //! `evidence` list keeps each request with its version and the exact reply.
 //!
-//! Steps (PROTOCOL.md §1, §3, §5):
+//! Steps (docs/PROTOCOL.md §1.3, §3.4, §5):
 //! 1. ApiVersions: highest InitProducerId version, finalized `transaction.version`.
 //! 2. InitProducerId v6 with Enable2Pc=true on a fresh transactional id.
 //! 3. Open a transaction on that id (AddPartitionsToTxn), then InitProducerId v6

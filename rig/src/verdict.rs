@@ -1,6 +1,6 @@
 //! The verdict: one mode's run judged against what the scenario expects.
 //!
-//! pass / fail / inconclusive (DESIGN.md, "verdict"), or `observed` when the
+//! pass / fail / inconclusive (README.md, "Checker and verdict"), or `observed` when the
 //! scenario states no expectation. The rules, in order:
 //! 0. the scenario expects `refused`: the broker refusing the mode
 //!    (`JobOutcome::Unsupported`) passes, with its error; anything else fails;

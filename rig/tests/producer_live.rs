@@ -288,7 +288,11 @@ async fn transactional_producer_against_kafka_4_4_0() {
     let err = b.commit(Some(4)).await.expect_err("a timed-out transaction cannot be committed");
     println!("(e) EndTxn v4 commit (pid {pid} epoch {epoch}) answered: {} {} — {err}", class(&err), code(&err));
     assert!(matches!(err, ProducerError::Fatal(..)), "{err}");
-    assert_eq!(err.kafka_code(), Some(KafkaCode::PRODUCER_FENCED), "PROTOCOL.md §3: TV1 EndTxn after a timeout abort");
+    assert_eq!(
+        err.kafka_code(),
+        Some(KafkaCode::PRODUCER_FENCED),
+        "docs/PROTOCOL.md §3.3: TV1 EndTxn after a timeout abort"
+    );
     assert_eq!(b.state().kind(), StateKind::FatalError);
     let v = visible(&bootstrap, &t_flip).await;
     println!("(e) visible after the fenced commit: {} (end {})", v.records, v.reached_end);

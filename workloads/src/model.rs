@@ -9,7 +9,7 @@
 //! and stable: changing a name changes the history format.
 use serde::{Deserialize, Serialize};
 
-/// The sinks compared (README "Sink modes").
+/// The sinks compared (README.md, "Sink modes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SinkMode {
@@ -66,7 +66,7 @@ impl std::fmt::Display for SinkMode {
     }
 }
 
-/// Which transaction protocol a transaction ran under (`docs/PROTOCOL.md` §1).
+/// Which transaction protocol a transaction ran under (docs/PROTOCOL.md §1.4, §1.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TxnProtocol {

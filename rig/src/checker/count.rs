@@ -88,11 +88,7 @@ impl<'h> Counter<'h> {
             history,
             seen: (0..expected.parallelism).map(|_| vec![0u64; words]).collect(),
             last: Vec::new(),
-            txn_bits: history
-                .candidates
-                .iter()
-                .map(|c| vec![0u64; (c.last_seq - c.first_seq + 1).div_ceil(64) as usize])
-                .collect(),
+            txn_bits: history.candidates.iter().map(|c| vec![0u64; tracked(c, n).div_ceil(64) as usize]).collect(),
             counts: Counts { expected: u64::from(expected.parallelism) * n, ..Counts::default() },
             ex: Examples::default(),
             dups: Vec::new(),
@@ -380,7 +376,8 @@ impl<'h> Counter<'h> {
             if !(cand.status == TxnStatus::Committed || cand.unambiguous) {
                 continue;
             }
-            let len = cand.last_seq - cand.first_seq + 1;
+            // Saturating: a damaged history may claim all of u64.
+            let len = (cand.last_seq - cand.first_seq).saturating_add(1);
             let bits = &self.txn_bits[c];
             let visible: u64 = bits.iter().map(|w| u64::from(w.count_ones())).sum();
             if visible == 0 || visible >= len {
@@ -388,7 +385,10 @@ impl<'h> Counter<'h> {
             }
             self.counts.torn_transaction += 1;
             if self.ex.torn_transaction.len() < MAX_EXAMPLES {
-                let first_missing = cand.first_seq + next_with(bits, 0, len, false).unwrap_or(0);
+                // Within the tracked part, or just after it when a range
+                // reaching past the source's end was seen whole up to there.
+                let t = tracked(cand, self.per_subtask);
+                let first_missing = cand.first_seq + next_with(bits, 0, t, false).unwrap_or(t);
                 let fate = match cand.status {
                     TxnStatus::Committed => "reported committed",
                     _ => "fate unknown to the history",
@@ -413,6 +413,17 @@ impl<'h> Counter<'h> {
             }
         }
     }
+}
+
+/// How many seqs of a candidate's range the source can have written (those
+/// below `records_per_subtask`): one bit each. A record outside that is
+/// unexpected and never marks a transaction, and the range of a damaged
+/// history (up to all of u64) must not size an allocation.
+fn tracked(c: &super::Candidate, records_per_subtask: u64) -> u64 {
+    if c.first_seq >= records_per_subtask {
+        return 0;
+    }
+    c.last_seq.min(records_per_subtask - 1) - c.first_seq + 1
 }
 
 /// A decimal number without sign or leading junk, as the source writes it.

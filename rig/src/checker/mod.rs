@@ -2,9 +2,9 @@
 //!
 //! Two halves, kept apart so the counting can be re-run offline and tested on
 //! synthetic inputs:
-//! - I/O ([`drain`], [`store`], [`history`]): read the output topic with
-//!   `read_committed` up to the high-water marks, save the records, read the
-//!   run's history;
+//! - I/O ([`drain`], [`store`]; the history through [`crate::history`]):
+//!   read the output topic with `read_committed` up to the high-water marks,
+//!   save the records, read the run's history;
 //! - pure ([`check`], [`count`]): count committed, lost, duplicated,
 //!   unexpected, nonmonotonic, aborted-read and torn-transaction records and
 //!   attribute them to the transactions the history recorded.
@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::history;
 use sinkhole_workloads::model::{CommitOutcome, Event, EventKind, Source};
 
 pub mod bench;
@@ -23,7 +25,6 @@ pub mod bench;
 mod calibration;
 pub mod count;
 pub mod drain;
-pub mod history;
 pub mod offline;
 pub mod store;
 
@@ -490,7 +491,7 @@ impl HistoryIndex {
                 by_subtask.resize_with(s + 1, || (Vec::new(), 0));
             }
             by_subtask[s].0.push(k);
-            by_subtask[s].1 = by_subtask[s].1.max(t.last_seq.saturating_sub(t.first_seq) + 1);
+            by_subtask[s].1 = by_subtask[s].1.max(t.last_seq.saturating_sub(t.first_seq).saturating_add(1));
         }
         for (v, _) in &mut by_subtask {
             v.sort_by_key(|&k| (txns[k].first_seq, txns[k].checkpoint));
@@ -649,8 +650,9 @@ pub enum CheckerError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{}:{line}: {message}", .path.display())]
-    History { path: PathBuf, line: usize, message: String },
+    /// The history, unreadable or damaged (file, line, column).
+    #[error(transparent)]
+    History(#[from] crate::history::ReadError),
     #[error("{0}")]
     Other(String),
 }
@@ -917,6 +919,33 @@ mod tests {
         assert_eq!(r.counts.lost, 50);
         assert_eq!(r.lost_ranges, 50);
         assert_eq!(r.examples.lost.len(), MAX_EXAMPLES);
+    }
+
+    /// A pre-committed range over all of u64, or reversed, as a damaged
+    /// history line can claim: no overflow, no allocation for the range;
+    /// only the seqs the source can write are tracked.
+    #[test]
+    fn a_damaged_range_in_the_history_neither_overflows_nor_allocates() {
+        let claim = |first: u64, last: u64| {
+            let mut e = precommitted(0, 1, 0, 9);
+            if let EventKind::TxnPrecommitted { committable, .. } = &mut e.kind {
+                (committable.first_seq, committable.last_seq) = (Some(first), Some(last));
+            }
+            HistoryIndex::from_events(&[e, finished(0, 1, CommitOutcome::Committed)])
+        };
+        let tid = "sinkhole-r1-legacy-0-1";
+        let recs: Vec<_> = (0..10).map(|q| rec(0, q as i64, &record::value(RUN, 0, q), tid)).collect();
+        let r = check(&exp(1, 10), &recs, &claim(0, u64::MAX), &[]);
+        assert_eq!((r.counts.committed, r.counts.lost, r.counts.torn_transaction), (10, 0, 1));
+        // Seen whole up to the source's end: the first missing seq is the next one.
+        let d = &r.examples.torn_transaction[0].detail;
+        assert!(d.contains("10 of 18446744073709551615 records visible") && d.ends_with("(first: seq 10)"), "{d}");
+
+        let r = check(&exp(1, 10), &recs[..4], &claim(u64::MAX, 0), &[]);
+        assert_eq!((r.counts.committed, r.counts.lost, r.counts.torn_transaction), (4, 6, 1));
+        assert!(r.examples.lost[0].detail.ends_with("lost: in no pre-committed transaction of the history"));
+        let r = check(&exp(1, 10), &recs, &claim(u64::MAX, u64::MAX), &[]);
+        assert_eq!((r.counts.committed, r.counts.torn_transaction), (10, 0));
     }
 
     #[test]

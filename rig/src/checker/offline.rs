@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use sinkhole_workloads::model::{Event, EventKind};
 
-use super::{
-    history, recheck_with, store, CheckReport, CheckerError, Expected, HistoryIndex, PartitionDrain, UncommittedTail,
-};
+use super::{recheck_with, store, CheckReport, CheckerError, Expected, HistoryIndex, PartitionDrain, UncommittedTail};
 
 /// What the stored verdict says that the files of the mode directory do not.
 #[derive(Debug, Clone, Copy)]
@@ -81,7 +79,7 @@ fn expected(run_dir: &Path, stored: &Stored<'_>, events: &[Event]) -> anyhow::Re
 /// naming the file.
 pub fn recount(run_dir: &Path, dir: &Path, stored: &Stored<'_>, warn: &mut dyn FnMut(&str)) -> anyhow::Result<Recount> {
     let hpath = dir.join("history.jsonl");
-    let h = history::read(&hpath).map_err(flat)?;
+    let h = crate::history::read(&hpath).map_err(|e| anyhow!("{e}"))?;
     if h.torn_tail {
         warn(&format!("{}: the last line is torn (the writer died mid-line); skipped", hpath.display()));
     }

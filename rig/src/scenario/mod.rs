@@ -14,6 +14,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::{Partitioning, SinkMode};
 
+pub mod broker_config;
 pub mod fault;
 mod fault_serde;
 pub mod load;

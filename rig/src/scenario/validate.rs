@@ -35,7 +35,7 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
     }
     for (k, v) in &c.broker_config {
         let path = vec![key("cluster"), key("broker_config"), key(k)];
-        if let Err(e) = crate::cluster::config::parse_override(&format!("{k}={v}")) {
+        if let Err(e) = super::broker_config::parse_override(&format!("{k}={v}")) {
             bad(path, e.to_string());
         }
     }

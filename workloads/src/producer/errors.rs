@@ -116,12 +116,18 @@ pub fn classify(api: Api, code: KafkaCode, ctx: &ErrorContext) -> ErrorClass {
             InitProducerId => Abortable,
             _ => Fatal,
         },
+        // Java makes INVALID_TRANSACTION_TIMEOUT on Produce abortable (it is
+        // not in `maybeTransitionToErrorState`'s fatal list); no broker
+        // answers a Produce with it, and fatal here is the stricter reading.
         KafkaCode::UNSUPPORTED_VERSION | KafkaCode::INVALID_TRANSACTION_TIMEOUT => match api {
             AddPartitionsToTxn => Abortable,
             _ => Fatal,
         },
-        // CLUSTER_AUTHORIZATION_FAILED: fatal everywhere (Java
-        // `maybeTransitionToErrorState`).
+        // CLUSTER_AUTHORIZATION_FAILED: fatal for every API here. Java's
+        // `maybeTransitionToErrorState` makes it fatal for Produce and the
+        // EndTxnHandler treats it as unexpected (fatal), but the
+        // InitProducerIdHandler and AddPartitionsToTxnHandler make it
+        // abortable (docs/PROTOCOL.md §2 lists the differences).
         KafkaCode(31) => Fatal,
         // Produce: other retriable codes (LEADER_NOT_AVAILABLE,
         // UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
@@ -149,7 +155,7 @@ mod tests {
 
     const APIS: [Api; 5] = [InitProducerId, AddPartitionsToTxn, Produce, EndTxnCommit, EndTxnAbort];
 
-    /// One row of `docs/PROTOCOL.md` §2: the class per API, in the order of `APIS`.
+    /// One row of docs/PROTOCOL.md §2: the class per API, in the order of `APIS`.
     fn row(code: KafkaCode, ctx: &ErrorContext, expected: [ErrorClass; 5]) {
         for (api, want) in APIS.iter().zip(expected) {
             assert_eq!(classify(*api, code, ctx), want, "{code} on {api:?} with {ctx:?}");

@@ -1,4 +1,4 @@
-//! Sink modes: the subjects the rig compares (README "Sink modes").
+//! Sink modes: the subjects the rig compares (README.md, "Sink modes").
 //!
 //! A [`Sink`] is the writer + committer pair of one subtask, in the shape of
 //! Flink's KafkaSink: `ExactlyOnceKafkaWriter` writes records into the open
@@ -208,7 +208,7 @@ pub fn error_text(err: &ProducerError) -> String {
     }
 }
 
-/// How Flink's `KafkaCommitter` treats a failed commit (`docs/PROTOCOL.md` §4).
+/// How Flink's `KafkaCommitter` treats a failed commit (docs/PROTOCOL.md §4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitErrorClass {
     /// Retried (`retryLater`): timeouts, transport errors, coordinator moves.
@@ -271,8 +271,10 @@ pub fn drop_meaning(err: &ProducerError) -> &'static str {
     }
 }
 
-/// Commit attempts before a retriable error fails the job (Flink's
-/// `sink.committer.retries`, default 10 as far as we know).
+/// Commit attempts, 100 ms apart, before a retriable error fails the job.
+/// Flink's `sink.committer.retries` (default 10, `SinkOptions`) counts
+/// retries after the first call, so Flink calls up to 11 times, with no
+/// pause between them (docs/PROTOCOL.md §4.2).
 pub const COMMIT_ATTEMPTS: u32 = 10;
 
 #[cfg(test)]

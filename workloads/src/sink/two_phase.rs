@@ -1,5 +1,5 @@
 //! The two-phase modes on the rig's own transactional producer: `legacy`,
-//! `kip939` and `twopc-inject` (the table in README "Sink modes", `docs/PROTOCOL.md` §4).
+//! `kip939` and `twopc-inject` (the README's "Sink modes" table, docs/PROTOCOL.md §4).
 //!
 //! One transactional id per checkpoint (Flink's INCREMENTING strategy), so
 //! one [`TxnProducer`] per transaction: it is created and initialised when

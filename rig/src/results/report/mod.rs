@@ -175,7 +175,7 @@ fn load_mode(
         read_opt(&dir.join("verdict.json"), &mut problems, |t| serde_json::from_str(t).map_err(|e| anyhow!("{e}")));
     let hpath = dir.join("history.jsonl");
     let events = if hpath.is_file() {
-        match crate::checker::history::read(&hpath) {
+        match crate::history::read(&hpath) {
             Ok(h) => {
                 if h.torn_tail {
                     problems.push(format!("{}: the last line is torn; skipped", hpath.display()));
