@@ -4,11 +4,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nix::sys::signal::Signal;
-use sinkhole_workloads::control::ChannelWriter;
-use sinkhole_workloads::model::{EventKind, SubtaskState, ToWorker, WorkerConfig};
+use sinkhole_workloads::model::{EventKind, ToWorker, WorkerConfig};
 
-use super::coordinator::{Coordinator, SEND_TIMEOUT};
 use super::phase::Phase;
+use super::state::{Attempt, Coordinator, Slot, SEND_TIMEOUT};
 use super::workers::{LaunchSpec, Launcher};
 use crate::history::JobOutcome;
 use crate::subject::{JobEvent, OutageEnd};
@@ -17,55 +16,6 @@ use crate::subject::{JobEvent, OutageEnd};
 /// follows within milliseconds; waiting this long lets the messages it sent
 /// before dying (an `Unsupported` event, a `Failed` reason) be read first.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
-
-/// One subtask in the current attempt.
-pub(super) struct Slot {
-    pub pid: u32,
-    pub launched: Instant,
-    pub conn: Option<u64>,
-    pub writer: Option<ChannelWriter>,
-    pub ready: bool,
-    pub last_heard: Instant,
-    pub end_of_input: bool,
-    pub committed: u64,
-    pub next_seq: u64,
-    /// When the worker exited, and how.
-    pub exit: Option<(Instant, String)>,
-    /// When its control connection closed, and why.
-    pub closed: Option<(Instant, String)>,
-    /// The coordinator asked for the exit (Stop, or the failover kill).
-    pub expected_exit: bool,
-    /// A fault killed it (between persist and notify: no notification).
-    pub killed_by_fault: bool,
-}
-
-pub(super) struct Attempt {
-    pub number: u32,
-    pub restored_from: Option<u64>,
-    pub slots: Vec<Slot>,
-    pub all_ready_at: Option<Instant>,
-    pub last_triggered: Option<u64>,
-}
-
-impl Attempt {
-    pub fn empty() -> Attempt {
-        Attempt { number: 0, restored_from: None, slots: vec![], all_ready_at: None, last_triggered: None }
-    }
-}
-
-/// A checkpoint waiting for its acks.
-pub(super) struct Pending {
-    pub triggered: Instant,
-    pub acks: Vec<Option<SubtaskState>>,
-    /// Acks that arrived while the trigger was held: taken at its release.
-    pub waiting: Vec<(u32, Instant, SubtaskState)>,
-}
-
-impl Pending {
-    pub fn new(parallelism: usize) -> Pending {
-        Pending { triggered: Instant::now(), acks: vec![None; parallelism], waiting: vec![] }
-    }
-}
 
 impl<L: Launcher> Coordinator<L> {
     /// Starts every subtask of attempt `number` from the latest complete checkpoint.

@@ -29,7 +29,6 @@
 //! released. While a point waits, heartbeats, other checkpoints and commands
 //! go on.
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,84 +38,17 @@ use sinkhole_workloads::model::{
     CheckpointRecord, CommitOutcome, EventKind, FromWorker, Source, SubtaskState, ToWorker,
 };
 use tokio::net::UnixListener;
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, watch};
 
-use super::attempt::{Attempt, Pending};
 use super::checkpoints::CheckpointStore;
 use super::control::{self, Conn, ConnEvent, Inbound};
-use super::hooks::{ArmedHook, Late, OutageState};
 use super::phase::Phase;
+pub use super::state::Coordinator;
+use super::state::{Attempt, Late, Pending, Point, STOP_TIMEOUT, TICK};
 use super::workers::Launcher;
 use super::{Command, JobConfig, JobReport};
 use crate::history::{self, JobOutcome};
 use crate::subject::{Hold, HookEnd, JobEvent, Notice};
-
-/// A send to a worker that takes longer than this means the worker is gone
-/// or wedged; the connection is then out of step and treated as closed.
-pub(super) const SEND_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long workers get to exit after `Stop`.
-pub(super) const STOP_TIMEOUT: Duration = Duration::from_secs(30);
-const TICK: Duration = Duration::from_millis(10);
-
-/// A point of a checkpoint the nemesis can hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Point {
-    /// The acks of checkpoint n are taken once its trigger is released.
-    Acks(u64),
-    /// Checkpoint n completes once every ack of it is released.
-    Complete(u64),
-    /// Checkpoint n is notified once its persist is released.
-    Notify(u64),
-}
-
-pub struct Coordinator<L: Launcher> {
-    pub(super) cfg: JobConfig,
-    pub(super) launcher: L,
-    /// The cluster's bootstrap servers as last published (read at each deploy).
-    pub(super) bootstrap: watch::Receiver<Vec<String>>,
-    pub(super) history: history::Writer,
-    pub(super) store: CheckpointStore,
-    pub(super) socket: PathBuf,
-    pub(super) start: Instant,
-    pub(super) inbox: mpsc::UnboundedReceiver<Inbound>,
-    pub(super) inbox_tx: mpsc::UnboundedSender<Inbound>,
-    pub(super) conn_counter: Arc<AtomicU64>,
-    /// Connections numbered below this belong to killed attempts.
-    pub(super) min_conn: u64,
-    pub(super) conns: HashMap<u64, Conn>,
-    pub(super) accept_task: Option<JoinHandle<()>>,
-    pub(super) phase: Phase,
-    pub(super) attempt: Attempt,
-    pub(super) failures: u32,
-    pub(super) next_id: u64,
-    pub(super) pending: BTreeMap<u64, Pending>,
-    pub(super) next_trigger: Option<Instant>,
-    pub(super) final_id: Option<u64>,
-    pub(super) final_complete: Option<(u64, Instant)>,
-    pub(super) completed: u64,
-    pub(super) latest_complete: Option<u64>,
-    pub(super) job_started: Option<Instant>,
-    pub(super) committables_dropped: u64,
-    pub(super) outcome: Option<JobOutcome>,
-
-    // --- the nemesis' side of the boundary ---
-    pub(super) commands: mpsc::UnboundedReceiver<Command>,
-    pub(super) commands_open: bool,
-    pub(super) notices: mpsc::UnboundedSender<Notice>,
-    pub(super) released_tx: mpsc::UnboundedSender<Point>,
-    pub(super) released: mpsc::UnboundedReceiver<Point>,
-    /// Holds outstanding, per point.
-    pub(super) held: BTreeMap<Point, usize>,
-    /// Persisted checkpoints not yet notified, in order, with the attempt
-    /// that persisted them.
-    pub(super) to_notify: VecDeque<(u64, u32)>,
-    pub(super) outage: Option<OutageState>,
-    pub(super) hooks: Vec<ArmedHook>,
-    pub(super) delayed: Vec<Late>,
-    /// A crash armed in this checkpoint's persist→notify window.
-    pub(super) crash: Option<(u64, oneshot::Sender<HookEnd>)>,
-}
 
 pub(crate) fn now_wall_ms() -> u64 {
     crate::utc::now_ms()

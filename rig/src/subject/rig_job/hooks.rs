@@ -13,69 +13,11 @@ use nix::sys::signal::Signal;
 use sinkhole_workloads::model::{EventKind, ToWorker};
 use tokio::sync::oneshot;
 
-use super::coordinator::Coordinator;
 use super::phase::Phase;
+use super::state::{ArmedHook, Coordinator, OutageState};
 use super::workers::Launcher;
 use super::{Aim, Command};
-use crate::subject::{Armed, Hook, HookEnd, Outage, OutageEnd, WorkerHit};
-
-/// An outage in progress: the job stays down `planned_ms` after its failover.
-pub(crate) struct OutageState {
-    pub since: Instant,
-    pub planned_ms: u64,
-    pub ended: oneshot::Sender<OutageEnd>,
-}
-
-/// An armed notification or decline hook, waiting for what it acts on.
-pub(crate) struct ArmedHook {
-    pub hook: Hook,
-    pub by: String,
-    /// The checkpoint acted on (or the first later one); None: the next.
-    pub checkpoint: Option<u64>,
-    /// Taken when it acted.
-    pub acted: Option<oneshot::Sender<HookEnd>>,
-    /// A late notification still owed: the hook ends when all are sent.
-    pub owed: usize,
-    pub late: Vec<(u32, bool, Option<String>)>,
-}
-
-impl ArmedHook {
-    fn applies_to(&self, id: u64) -> bool {
-        self.checkpoint.is_none_or(|c| c <= id)
-    }
-
-    pub fn subtasks(&self) -> &[u32] {
-        match &self.hook {
-            Hook::DropNotification { subtasks, .. }
-            | Hook::DelayNotification { subtasks, .. }
-            | Hook::DeclineCheckpoint { subtasks, .. } => subtasks,
-            Hook::Crash { .. } => &[],
-        }
-    }
-
-    /// Whether this hook takes the notification of `id`: `Some(None)` to drop
-    /// it, `Some(Some(ms))` to send it that late. The final checkpoint's
-    /// notification is never dropped: nothing would follow to cover it.
-    pub fn claims_notification(&mut self, id: u64, is_final: bool) -> Option<Option<u64>> {
-        if self.acted.is_none() || self.owed > 0 || !self.applies_to(id) {
-            return None;
-        }
-        match self.hook {
-            Hook::DropNotification { .. } if !is_final => Some(None),
-            Hook::DelayNotification { delay_ms, .. } => Some(Some(delay_ms)),
-            _ => None,
-        }
-    }
-}
-
-/// A notification held back by a delay hook.
-pub(crate) struct Late {
-    pub due: Instant,
-    pub subtask: u32,
-    pub checkpoint: u64,
-    pub attempt: u32,
-    pub hook: usize,
-}
+use crate::subject::{Armed, Hook, HookEnd, Outage, WorkerHit};
 
 impl<L: Launcher> Coordinator<L> {
     pub(super) async fn on_command(&mut self, c: Command) -> anyhow::Result<()> {

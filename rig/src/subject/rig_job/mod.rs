@@ -31,6 +31,7 @@ pub mod control;
 pub mod coordinator;
 pub mod hooks;
 pub mod phase;
+pub mod state;
 pub mod workers;
 
 pub use coordinator::Coordinator;
