@@ -6,6 +6,17 @@ pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() as u64
 }
 
+/// `ms` from now on the monotonic clock, if the clock can say it (a value
+/// near u64::MAX cannot be added to an `Instant`).
+pub fn in_ms(ms: u64) -> Option<std::time::Instant> {
+    std::time::Instant::now().checked_add(std::time::Duration::from_millis(ms))
+}
+
+/// [`in_ms`], or a year from now when `ms` is beyond what the clock can add.
+pub fn in_ms_or_far(ms: u64) -> std::time::Instant {
+    in_ms(ms).or_else(|| in_ms(365 * 24 * 3_600_000)).unwrap_or_else(std::time::Instant::now)
+}
+
 /// A UTC time broken into its fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Utc {

@@ -4,14 +4,16 @@
 //! again, keeps every fault record exactly as stored, and the report it
 //! re-renders shows the faults' evidence. No cluster is needed.
 //!
-//! The fault effects are free-form JSON today; when they become types, they
-//! must serialise to the same JSON, which this test holds them to.
+//! The fault effects are typed (`sinkhole_rig::history::fault`): every effect
+//! of the old run reads back into a known type, none as raw JSON, and
+//! serialises to exactly the JSON that was stored.
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+use sinkhole_rig::history::fault::{End, FaultRecord, Start};
 
 fn fixture() -> PathBuf {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/old-results");
@@ -81,6 +83,13 @@ fn an_old_run_is_checked_the_same_and_its_evidence_is_shown() {
         assert_eq!(fault_records(&after).len(), 6, "{mode}");
         for f in after["faults"].as_array().unwrap() {
             assert_eq!((&f["fired"], &f["confirmed"]), (&Value::Bool(true), &Value::Bool(true)), "{mode}: {f}");
+        }
+        // Typed, not kept raw: each stored effect is one of the shapes the rig writes.
+        let records: Vec<FaultRecord> = serde_json::from_value(before["faults"].clone()).unwrap();
+        for r in &records {
+            assert!(!matches!(r.effect.start(), Some(Start::Other(_))), "{mode} {}: start not typed", r.name);
+            assert!(!matches!(r.effect.end(), Some(End::Other(_))), "{mode} {}: end not typed", r.name);
+            assert_eq!(serde_json::to_value(r).unwrap()["effect"], fault(&before, &r.name)["effect"], "{}", r.name);
         }
     }
     let summary = json(&dir.join("summary.json"));

@@ -566,7 +566,7 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
                             } else {
                                 HealAction::ResumeBroker(*node)
                             };
-                            let at = duration.map(|d| Instant::now() + Duration::from_millis(d));
+                            let at = duration.and_then(crate::utc::in_ms);
                             self.heals.push(Heal { at, fault, action });
                         }
                     }

@@ -1,7 +1,6 @@
 //! Network and protocol faults: rules in the rig's Kafka-aware proxy (or,
 //! for `net-blackhole` on containers, the engine taking nodes off the run's
 //! network), in place until they are healed.
-use std::time::{Duration, Instant};
 
 use super::brokers::{Aim, ClusterJob};
 use super::{Due, Heal, HealAction, Nemesis};
@@ -85,7 +84,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         let id = proxy.add(rule.clone());
         let start = RuleStart { trigger, rule, rule_id: id.0, role, duration_ms: spec.duration_ms };
         self.fault_started(f, false, Start::Rule(start))?;
-        let at = spec.duration_ms.map(|d| Instant::now() + Duration::from_millis(d));
+        let at = spec.duration_ms.and_then(crate::utc::in_ms);
         self.heals.push(Heal { at, fault: f, action: HealAction::RemoveRule(id) });
         Ok(())
     }
@@ -112,7 +111,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         let duration_ms = self.spec(f).duration_ms;
         let start = IsolationStart { trigger, how: "engine network disconnect".into(), nodes, role, duration_ms };
         self.fault_started(f, all, Start::Isolation(start))?;
-        let at = duration_ms.map(|d| Instant::now() + Duration::from_millis(d));
+        let at = duration_ms.and_then(crate::utc::in_ms);
         self.heals.push(Heal { at, fault: f, action: HealAction::Rejoin(cut) });
         Ok(())
     }

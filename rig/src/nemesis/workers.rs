@@ -67,14 +67,14 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
                 let now = Instant::now();
                 if d > look_after && !open.is_empty() {
                     self.heals.push(Heal {
-                        at: Some(now + Duration::from_millis(look_after)),
+                        at: now.checked_add(Duration::from_millis(look_after)),
                         fault: f,
                         action: HealAction::ObserveOpen(open),
                     });
                 }
                 self.fault_started(f, confirmed, Start::Workers(start))?;
                 self.heals.push(Heal {
-                    at: Some(now + Duration::from_millis(d)),
+                    at: now.checked_add(Duration::from_millis(d)),
                     fault: f,
                     action: HealAction::ResumeWorkers(frozen),
                 });

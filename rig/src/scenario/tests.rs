@@ -351,3 +351,23 @@ fn the_docs_list_every_kind_with_its_parameters() {
     expected.sort();
     assert_eq!(described, expected, "the parameters table");
 }
+
+#[test]
+fn absurd_sizes_and_times_are_refused_not_run() {
+    // A fault time near u64::MAX would overflow the clock the nemesis adds it to.
+    let huge = u64::MAX;
+    one(
+        &with_faults(&format!("  - kind: pause-workers\n    when: {{at_ms: 10}}\n    duration_ms: {huge}")),
+        16,
+        "faults[0].duration_ms",
+        "at most 604800000 ms",
+    );
+    one(&with_faults("  - kind: kill-workers\n    when: {at_ms: 99999999999}"), 15, "faults[0].when", "7 days");
+    // A job whose expected records would not fit the checker's memory.
+    let t = with_faults("  - kind: kill-workers\n    when: {at_ms: 10}")
+        .replace("records_per_subtask: 100", "records_per_subtask: 18446744073709551615");
+    one(&t, 9, "job.records_per_subtask", "at most 1000000000");
+    let t =
+        with_faults("  - kind: kill-workers\n    when: {at_ms: 10}").replace("parallelism: 2", "parallelism: 100000");
+    one(&t, 8, "job.parallelism", "at most 1024");
+}

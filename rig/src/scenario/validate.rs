@@ -2,7 +2,13 @@
 //! reported at the field it is about.
 use super::fault::does_not_take;
 use super::load::{key, render_path, Locs, Seg};
+use super::schedule::MAX_SCHEDULE_MS;
 use super::*;
+
+/// More subtasks than this is not a test a 2-core machine runs.
+const MAX_PARALLELISM: u32 = 1_024;
+/// The checker keeps a bit per expected record: 10^9 a subtask is 125 MB each.
+const MAX_RECORDS_PER_SUBTASK: u64 = 1_000_000_000;
 
 pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
     let mut out = Vec::new();
@@ -75,6 +81,25 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
     }
     if j.records_per_subtask < 1 {
         bad(jp("records_per_subtask"), "must be ≥ 1".into());
+    }
+    // Bounds that keep a run finite and its checker's memory sized by the
+    // job: the checker keeps a bit per expected record.
+    if j.parallelism > MAX_PARALLELISM {
+        bad(jp("parallelism"), format!("{}: at most {MAX_PARALLELISM} subtasks", j.parallelism));
+    }
+    if j.records_per_subtask > MAX_RECORDS_PER_SUBTASK {
+        bad(jp("records_per_subtask"), format!("{}: at most {MAX_RECORDS_PER_SUBTASK}", j.records_per_subtask));
+    }
+    for (field, ms) in [
+        ("checkpoint_interval_ms", j.checkpoint_interval_ms),
+        ("checkpoint_timeout_ms", j.checkpoint_timeout_ms),
+        ("restart_delay_ms", j.restart_delay_ms),
+        ("heartbeat_timeout_ms", j.heartbeat_timeout_ms),
+        ("linger_ms", j.linger_ms),
+    ] {
+        if ms > MAX_SCHEDULE_MS {
+            bad(jp(field), format!("{ms} ms: at most {MAX_SCHEDULE_MS} ms (7 days)"));
+        }
     }
     if j.checkpoint_interval_ms < 10 {
         bad(jp("checkpoint_interval_ms"), format!("{} ms: must be ≥ 10 ms", j.checkpoint_interval_ms));
@@ -203,6 +228,24 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
         // `target: all` on a rolling restart says what it does anyway.
         if *t != Target::Named(NamedTarget::All) {
             bad(fp("target"), does_not_take(k, "target"));
+        }
+    }
+    // Times a run adds to the clock: bounded like a random schedule's.
+    let times = [
+        ("duration_ms", f.duration_ms),
+        ("delay_ms", f.kind.delay_ms()),
+        ("jitter_ms", f.kind.jitter_ms()),
+        (
+            "when",
+            match f.when {
+                When::AtMs(t) | When::EveryMs(t) => Some(t),
+                _ => None,
+            },
+        ),
+    ];
+    for (field, ms) in times {
+        if let Some(ms) = ms.filter(|ms| *ms > MAX_SCHEDULE_MS) {
+            bad(fp(field), format!("{ms} ms: at most {MAX_SCHEDULE_MS} ms (7 days)"));
         }
     }
     // duration_ms: every spec has the field; the table says who takes it.
@@ -486,7 +529,7 @@ fn check_broker_target(s: &Scenario, t: &Target, tp: &[Seg], bad: &mut impl FnMu
 }
 
 fn validate_schedule(s: &Scenario, r: &RandomSchedule, bad: &mut impl FnMut(Vec<Seg>, String)) {
-    use super::schedule::{most_faults, MAX_GENERATED, MAX_SCHEDULE_MS};
+    use super::schedule::{most_faults, MAX_GENERATED};
     let sp = |f: &str| vec![key("schedule"), key(f)];
     // Times beyond a week of job time are mistakes, and near u64::MAX they
     // would overflow the generator's arithmetic.

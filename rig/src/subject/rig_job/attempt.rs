@@ -213,7 +213,7 @@ impl<L: Launcher> Coordinator<L> {
         let from_checkpoint = self.store.latest()?.map(|c| c.id);
         let attempt = self.attempt.number + 1;
         self.coord(EventKind::Restarting { attempt, from_checkpoint, delay_ms })?;
-        self.set_phase(Phase::Down { until: Instant::now() + Duration::from_millis(delay_ms) })?;
+        self.set_phase(Phase::Down { until: crate::utc::in_ms_or_far(delay_ms) })?;
         self.notice(Instant::now(), JobEvent::Down { attempt: self.attempt.number });
         Ok(())
     }

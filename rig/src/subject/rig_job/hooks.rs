@@ -7,7 +7,7 @@
 //! more when it has acted, through the channel [`crate::subject::Armed`]
 //! hands the nemesis, or says it never could.
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nix::sys::signal::Signal;
 use sinkhole_workloads::model::{EventKind, ToWorker};
@@ -89,7 +89,7 @@ impl<L: Launcher> Coordinator<L> {
         let (ended, rx) = oneshot::channel();
         self.outage = Some(super::hooks::OutageState { since: Instant::now(), planned_ms: down_ms, ended });
         if let Phase::Down { .. } = self.phase {
-            self.set_phase(Phase::Down { until: Instant::now() + Duration::from_millis(down_ms) })?;
+            self.set_phase(Phase::Down { until: crate::utc::in_ms_or_far(down_ms) })?;
         }
         Ok(Outage { attempt, workers, ended: rx })
     }
