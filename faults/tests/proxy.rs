@@ -298,6 +298,55 @@ async fn delay_holds_frames_in_order_and_remove_releases_them() {
 }
 
 #[tokio::test]
+async fn throttle_paces_a_link_to_its_rate_in_order_and_remove_releases_it() {
+    let (_fake, proxy, listen) = setup(7).await;
+    // Requests towards the broker at 25 000 bytes/s: five frames of about
+    // 5 000 bytes take about a second, the first almost none of it.
+    let id = proxy.add(rule(
+        "slow-link",
+        Match { frames: Some(Frames::Request), ..Match::default() },
+        Action::Throttle { bytes_per_sec: 25_000 },
+    ));
+    let mut c = Client::connect(listen).await;
+    let big = "t".repeat(5_000);
+    let frames: Vec<Bytes> = (1..=5).map(|corr| request(ApiKey::EndTxn, 4, corr, W0, &end_txn(&big))).collect();
+    let bytes: usize = frames.iter().map(|f| f.len()).sum();
+    let t0 = Instant::now();
+    for f in &frames {
+        c.send(f).await;
+    }
+    let mut corrs = vec![];
+    let mut first = None;
+    for _ in 0..5 {
+        corrs.push(corr_of(&c.recv(Duration::from_secs(5)).await.expect("answered")));
+        first.get_or_insert(t0.elapsed());
+    }
+    let took = t0.elapsed();
+    assert_eq!(corrs, vec![1, 2, 3, 4, 5], "order kept");
+    let expected = Duration::from_secs_f64(bytes as f64 / 25_000.0);
+    assert!(took + Duration::from_millis(50) >= expected, "{took:?} for {bytes} bytes at 25 000 bytes/s");
+    assert!(took < expected + Duration::from_millis(800), "{took:?}: paced, not stalled");
+    assert!(first.unwrap() < expected / 2, "the first frame went early: {first:?}");
+    let stats = proxy.remove(id);
+    assert_eq!((stats.throttled, stats.throttled_bytes), (5, bytes as u64), "{stats:?}");
+    assert!(stats.acted() && stats.samples[0].contains("throttled"), "{:?}", stats.samples);
+
+    // At one byte a second a frame would wait hours: the heal releases it.
+    let id = proxy.add(rule(
+        "crawl",
+        Match { frames: Some(Frames::Request), ..Match::default() },
+        Action::Throttle { bytes_per_sec: 1 },
+    ));
+    c.send(&request(ApiKey::EndTxn, 4, 6, W0, &end_txn("t"))).await;
+    assert!(c.recv(SHORT).await.is_none(), "held");
+    let t1 = Instant::now();
+    assert_eq!(proxy.remove(id).throttled, 1);
+    assert_eq!(corr_of(&c.recv(SEC).await.expect("released")), 6);
+    assert!(t1.elapsed() < Duration::from_secs(1));
+    proxy.shutdown().await;
+}
+
+#[tokio::test]
 async fn error_on_requests_is_answered_by_the_proxy_in_response_order() {
     let (fake, proxy, listen) = setup(1).await;
     let id = proxy.add(rule(

@@ -227,6 +227,7 @@ async fn requests(
                 api_version: h.api_version,
                 correlation_id: h.correlation_id,
                 transactional_ids: &facts.transactional_ids,
+                len: frame.len(),
             };
             shared.decide(&info).map(|v| (v, info.clone()))
         } else {
@@ -249,8 +250,12 @@ async fn requests(
         };
         match v.action {
             Action::Drop => shared.record(v.rule, Outcome::Dropped, |w| info.describe(w)),
-            Action::Delay { .. } => {
-                shared.record(v.rule, Outcome::Delayed(v.hold), |w| info.describe(w));
+            Action::Delay { .. } | Action::Throttle { .. } => {
+                let outcome = match v.action {
+                    Action::Throttle { .. } => Outcome::Throttled(v.hold, frame.len()),
+                    _ => Outcome::Delayed(v.hold),
+                };
+                shared.record(v.rule, outcome, |w| info.describe(w));
                 remember(facts.clone());
                 let _ = to_upstream.send(Out { frame, hold: Some((Instant::now() + v.hold, v.rule)) }.into());
             }
@@ -329,6 +334,7 @@ async fn responses(shared: &Shared, conn: &Conn, rd: OwnedReadHalf, to_client: U
                     api_version: *version,
                     correlation_id: *corr,
                     transactional_ids: tids,
+                    len: frame.len(),
                 };
                 shared.decide(&info).map(|v| (v, info.clone()))
             }
@@ -340,8 +346,12 @@ async fn responses(shared: &Shared, conn: &Conn, rd: OwnedReadHalf, to_client: U
             }
             Some((v, info)) => match v.action {
                 Action::Drop => shared.record(v.rule, Outcome::Dropped, |w| info.describe(w)),
-                Action::Delay { .. } => {
-                    shared.record(v.rule, Outcome::Delayed(v.hold), |w| info.describe(w));
+                Action::Delay { .. } | Action::Throttle { .. } => {
+                    let outcome = match v.action {
+                        Action::Throttle { .. } => Outcome::Throttled(v.hold, frame.len()),
+                        _ => Outcome::Delayed(v.hold),
+                    };
+                    shared.record(v.rule, outcome, |w| info.describe(w));
                     let _ = to_client.send(Out { frame, hold: Some((Instant::now() + v.hold, v.rule)) }.into());
                 }
                 Action::Error { code } => {

@@ -111,6 +111,12 @@ pub enum Action {
     Error { code: i16 },
     /// Reset (RST) matching connections now and new ones at once.
     Reset,
+    /// Pace matching frames so that, per direction, they pass at no more
+    /// than `bytes_per_sec` (all connections the rule matches share it, as
+    /// one link's bandwidth): a frame is released once the link would have
+    /// carried it. Order on a connection is kept; the rule's removal
+    /// releases what it holds.
+    Throttle { bytes_per_sec: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,6 +140,12 @@ pub struct RuleStats {
     pub delayed: u64,
     pub errors_injected: u64,
     pub connections_reset: u64,
+    /// Frames a Throttle paced, and their bytes (absent in results written
+    /// before throttling existed).
+    #[serde(default)]
+    pub throttled: u64,
+    #[serde(default)]
+    pub throttled_bytes: u64,
     /// Up to 20 descriptions of frames acted on, e.g.
     /// "EndTxn v5 response corr 17 tid sinkhole-x-0-3 worker-0 → broker-2: dropped".
     pub samples: Vec<String>,
@@ -142,7 +154,7 @@ pub struct RuleStats {
 impl RuleStats {
     /// The rule acted on at least one frame or connection.
     pub fn acted(&self) -> bool {
-        self.dropped + self.delayed + self.errors_injected + self.connections_reset > 0
+        self.dropped + self.delayed + self.errors_injected + self.connections_reset + self.throttled > 0
     }
 }
 
@@ -187,6 +199,8 @@ pub(crate) struct FrameInfo<'a> {
     pub api_version: i16,
     pub correlation_id: i32,
     pub transactional_ids: &'a [String],
+    /// The frame's size on the wire (its length prefix included).
+    pub len: usize,
 }
 
 impl FrameInfo<'_> {
@@ -269,6 +283,8 @@ pub(crate) enum Outcome {
     Delayed(Duration),
     ErrorInjected(i16),
     Reset,
+    /// Held this long so the link carries it at the rule's rate; its bytes.
+    Throttled(Duration, usize),
     /// The rule fit but its action could not be carried out (the frame was
     /// forwarded): counted as matched, not as acted.
     Failed(String),
@@ -279,7 +295,8 @@ pub(crate) enum Outcome {
 pub(crate) struct Verdict {
     pub rule: RuleId,
     pub action: Action,
-    /// For `Delay`: the hold drawn for this frame.
+    /// For `Delay`: the hold drawn for this frame; for `Throttle`: until the
+    /// link would have carried it.
     pub hold: Duration,
 }
 
@@ -289,6 +306,8 @@ struct RuleEntry {
     stats: RuleStats,
     /// Frames that fit, for `nth`.
     seen: u64,
+    /// Throttle: when the link is free again, per direction (requests, responses).
+    link_free: [Option<std::time::Instant>; 2],
 }
 
 pub(crate) struct ConnEntry {
@@ -358,6 +377,17 @@ impl Shared {
                     let j = if jitter_ms > 0 { lock(&self.rng).plus_minus(jitter_ms) } else { 0 };
                     Duration::from_millis((delay_ms as i64 + j).max(0) as u64)
                 }
+                Action::Throttle { bytes_per_sec } => {
+                    // The link carries frames one after another at its rate:
+                    // this one starts when the one before it is through.
+                    let now = std::time::Instant::now();
+                    let side = usize::from(f.dir == Frames::Response);
+                    let start = r.link_free[side].filter(|t| *t > now).unwrap_or(now);
+                    let wire = Duration::from_secs_f64(f.len as f64 / bytes_per_sec.max(1) as f64);
+                    let done = start + wire;
+                    r.link_free[side] = Some(done);
+                    done - now
+                }
                 _ => Duration::ZERO,
             };
             return Some(Verdict { rule: r.id, action: r.rule.action.clone(), hold });
@@ -378,6 +408,7 @@ impl Shared {
             Outcome::Delayed(d) => format!("delayed {} ms", d.as_millis()),
             Outcome::ErrorInjected(c) => format!("error {c} injected"),
             Outcome::Reset => "connection reset".to_string(),
+            Outcome::Throttled(d, n) => format!("throttled {} ms ({n} bytes)", d.as_millis()),
             Outcome::Failed(why) => format!("forwarded unchanged ({why})"),
         };
         let sample = describe(&what);
@@ -394,6 +425,10 @@ impl Shared {
             Outcome::Delayed(_) => r.stats.delayed += 1,
             Outcome::ErrorInjected(_) => r.stats.errors_injected += 1,
             Outcome::Reset => r.stats.connections_reset += 1,
+            Outcome::Throttled(_, n) => {
+                r.stats.throttled += 1;
+                r.stats.throttled_bytes += n as u64;
+            }
             Outcome::Failed(_) => {}
         }
         if r.stats.samples.len() < MAX_SAMPLES {
@@ -538,7 +573,7 @@ impl Proxy {
             }
         }
         tracing::info!(rule = id.0, name = %rule.name, action = ?rule.action, "proxy rule added");
-        st.rules.push(RuleEntry { id, rule, stats, seen: 0 });
+        st.rules.push(RuleEntry { id, rule, stats, seen: 0, link_free: [None, None] });
         self.shared.rule_count.store(st.rules.len(), Ordering::Release);
         id
     }

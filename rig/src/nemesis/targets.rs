@@ -123,6 +123,12 @@ pub fn proxy_rule(
         }
         FaultKind::NetReset => Action::Reset,
         FaultKind::NetDelay => delay()?,
+        FaultKind::NetBandwidth => match &spec.kind {
+            crate::scenario::Fault::NetBandwidth(b) if b.bytes_per_sec > 0 => {
+                Action::Throttle { bytes_per_sec: b.bytes_per_sec }
+            }
+            _ => return Err("net-bandwidth needs bytes_per_sec ≥ 1".into()),
+        },
         FaultKind::NetLoss => {
             match spec.kind.probability() {
                 Some(p) if p > 0.0 && p <= 1.0 => {}
@@ -231,6 +237,11 @@ mod tests {
         let no_probability: Result<FaultSpec, _> =
             serde_json::from_value(json!({"kind": "net-loss", "when": at, "from": ["workers"], "to": ["brokers"]}));
         assert!(no_probability.unwrap_err().to_string().contains("probability"));
+        let slow =
+            crate::scenario::Bandwidth { from: vec![Group::Workers], to: vec![Group::Brokers], bytes_per_sec: 4096 };
+        let r = proxy_rule(&FaultSpec::new(Fault::NetBandwidth(slow), at), "slow", None, &[]).unwrap();
+        assert_eq!(r.action, Action::Throttle { bytes_per_sec: 4096 });
+        assert_eq!((r.matches.from, r.matches.to), (vec![PeerGroup::Workers], vec![PeerGroup::Brokers]));
         let r = proxy_rule(&loss(0.25), "l", None, &[]).unwrap();
         assert_eq!((r.action, r.matches.probability), (Action::Drop, Some(0.25)));
 

@@ -140,6 +140,17 @@ pub struct Loss {
     pub probability: f64,
 }
 
+/// `net-bandwidth`: the link between two groups carries at most
+/// bytes_per_sec in each direction (the proxy paces whole frames).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bandwidth {
+    pub from: Vec<Group>,
+    pub to: Vec<Group>,
+    /// ≥ 1; shared by every connection between the two groups.
+    pub bytes_per_sec: u64,
+}
+
 /// `protocol-drop`: frames of chosen Kafka APIs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -395,6 +406,8 @@ fault_kinds! {
         "Every frame between from and to is held delay_ms ± jitter_ms.";
     NetLoss(Loss) "net-loss", Network, proxy: true, duration: Optional,
         "Each frame between from and to is dropped with probability (whole Kafka frames).";
+    NetBandwidth(Bandwidth) "net-bandwidth", Network, proxy: true, duration: Optional,
+        "The link between from and to carries at most bytes_per_sec each way (whole frames, paced).";
     ProtocolDrop(Frames) "protocol-drop", Protocol, proxy: true, duration: Optional,
         "Matching frames are swallowed.";
     ProtocolDelay(FramesDelay) "protocol-delay", Protocol, proxy: true, duration: Optional,
@@ -517,6 +530,7 @@ impl Fault {
             Fault::NetReset(p) => Some(&p.from),
             Fault::NetDelay(p) => Some(&p.from),
             Fault::NetLoss(p) => Some(&p.from),
+            Fault::NetBandwidth(p) => Some(&p.from),
             Fault::ProtocolDrop(p) => p.from.as_deref(),
             Fault::ProtocolDelay(p) => p.from.as_deref(),
             Fault::ProtocolError(p) => p.from.as_deref(),
@@ -531,6 +545,7 @@ impl Fault {
             Fault::NetReset(p) => Some(&p.to),
             Fault::NetDelay(p) => Some(&p.to),
             Fault::NetLoss(p) => Some(&p.to),
+            Fault::NetBandwidth(p) => Some(&p.to),
             Fault::ProtocolDrop(p) => p.to.as_deref(),
             Fault::ProtocolDelay(p) => p.to.as_deref(),
             Fault::ProtocolError(p) => p.to.as_deref(),

@@ -24,8 +24,8 @@ pub mod values;
 pub mod when;
 
 pub use fault::{
-    Blackhole, Brokers, Delay, Family, Fault, FaultKind, FaultSpec, Frames, FramesDelay, FramesError, KindInfo, Link,
-    Loss, Need, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling, Workers,
+    Bandwidth, Blackhole, Brokers, Delay, Family, Fault, FaultKind, FaultSpec, Frames, FramesDelay, FramesError,
+    KindInfo, Link, Loss, Need, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling, Workers,
 };
 pub use load::{from_str, load, Problem, ScenarioError};
 pub use values::*;

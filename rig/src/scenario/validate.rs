@@ -434,6 +434,9 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
         }
         _ => {}
     }
+    if let Fault::NetBandwidth(Bandwidth { bytes_per_sec: 0, .. }) = &f.kind {
+        bad(fp("bytes_per_sec"), "must be ≥ 1 byte a second (0 would carry nothing: that is net-partition)".into());
+    }
     if let Some(p) = f.kind.probability() {
         if !(p > 0.0 && p <= 1.0) {
             bad(fp("probability"), format!("{p}: must be in (0, 1] (0 would never act)"));

@@ -208,8 +208,13 @@ pub fn fault_evidence(effect: &FaultEffect) -> Vec<String> {
     }
     if let Some(End::Rule(r)) = effect.end() {
         let st = &r.stats;
+        let throttled = if st.throttled > 0 {
+            format!(", throttled {} ({} bytes)", st.throttled, st.throttled_bytes)
+        } else {
+            String::new()
+        };
         out.push(format!(
-            "proxy: matched {}, dropped {}, delayed {}, errors injected {}, connections reset {}",
+            "proxy: matched {}, dropped {}, delayed {}, errors injected {}, connections reset {}{throttled}",
             st.matched, st.dropped, st.delayed, st.errors_injected, st.connections_reset
         ));
         out.extend(st.samples.iter().take(3).cloned());
