@@ -11,6 +11,7 @@ fn info(source: &Peer) -> FrameInfo<'_> {
         api_version: 3,
         correlation_id: 0,
         transactional_ids: &[],
+        len: 100,
     }
 }
 
