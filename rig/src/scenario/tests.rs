@@ -3,7 +3,7 @@
 //! written out reads back the same, docs/SCENARIOS.md agrees with the table.
 use serde_json::{json, Value};
 
-use super::fault_serde::fields_of;
+use super::fields::fields_of;
 use super::*;
 
 /// A valid scenario whose faults are `faults` (YAML list items; the first one
@@ -350,4 +350,12 @@ fn the_docs_list_every_kind_with_its_parameters() {
     described.sort();
     expected.sort();
     assert_eq!(described, expected, "the parameters table");
+}
+
+#[test]
+fn excerpt_points_at_the_column() {
+    let x = load::excerpt("a: 1\nbb: [x, y]\n", 2, 9).unwrap();
+    assert_eq!(x, "  |\n2 | bb: [x, y]\n  |         ^");
+    assert!(load::excerpt("a", 3, 1).is_none());
+    assert!(load::excerpt("a", 0, 1).is_none());
 }
