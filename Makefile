@@ -61,6 +61,7 @@ test: deps
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# The shape check alone: one-way layers, no file over 800 lines outside tests.
+# The shape check alone: one-way layers, files of a module importing one way, no file over 800
+# lines outside tests.
 layers:
 	scripts/check-layers.sh

@@ -8,9 +8,10 @@
 //! that:
 //!
 //! * [`frame`]: the 4-byte size prefix, splitting a buffer into whole frames
-//!   with a size limit, and writing a frame around a header and a body;
+//!   with a size limit, and [`FrameError`];
 //! * [`header`]: request and response headers (API key, version, correlation
 //!   id, client id, the flexible header versions of KIP-482), read in place;
+//! * [`encode`]: writing a whole frame around a header and a body;
 //! * [`primitives`]: the protocol's unsigned varints and nullable strings, for
 //!   the few bodies read or written by hand;
 //! * [`api`]: API names and keys (`EndTxn` = 26), as Kafka spells them;
@@ -30,12 +31,18 @@
 //! the buffer (no copy) and forwarding it is one write; the headers are read
 //! at fixed offsets of that same slice.
 //!
+//! The files use each other one way, bottom up: `frame` and `primitives`;
+//! `api` (its `api_key_of` fails with a `FrameError`) and `header`; `errors`
+//! (Kafka's error names, folded like API names); `encode` (headers, API keys
+//! and the size prefix together).
+//!
 //! Message bodies are the `kafka-protocol` crate's; this crate is the layer
 //! under it, plus what that crate does not do: reading a header without
 //! decoding the body behind it (the proxy must not decode every Produce), and
 //! writing a request header around a body encoded by hand (InitProducerId v6,
 //! which the crate cannot encode).
 pub mod api;
+pub mod encode;
 pub mod errors;
 pub mod frame;
 pub mod header;

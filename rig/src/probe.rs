@@ -23,10 +23,11 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
 use serde::Serialize;
-use sinkhole_workloads::wire::client::{Client, ClientConfig, TxnDescription};
+use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use sinkhole_workloads::wire::connection::Connection;
 use sinkhole_workloads::wire::error::{KafkaCode, WireError};
 use sinkhole_workloads::wire::init_producer_id::{self, InitProducerIdParams};
+use sinkhole_workloads::wire::TxnDescription;
 
 /// Answer to "is X accepted": the JSON contract is `{"accepted": bool, "error": string|null}`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use sinkhole_kafka::frame::{encode_response, replace_body};
+use sinkhole_kafka::encode::{encode_response, replace_body};
 use sinkhole_kafka::header::{request_header, response_body_offset, response_correlation_id};
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};

@@ -18,7 +18,7 @@
 //! parameters) is in `fault_serde`.
 use serde::{Deserialize, Serialize};
 
-use super::fault_serde::fields_of;
+use super::fields::fields_of;
 use super::{ErrorName, FrameDirection, Group, NetDirection, Target, TidSelector, When};
 
 /// One fault in the schedule.

@@ -2,10 +2,13 @@
 //! mode is expected to show. The YAML format is a contract users write
 //! against (README, "Scenario format"; docs/SCENARIOS.md); these types are its shape.
 //!
-//! - [`fault`]: one fault of the schedule and the table of fault kinds;
+//! - [`fault`]: one fault of the schedule and the table of fault kinds (each
+//!   kind's parameter names read from its struct by `fields`, how an entry is
+//!   written and read by `fault_serde`);
 //! - [`values`]: the values fault parameters take (targets, groups, selectors);
 //! - [`when`](mod@when): triggers (when a fault fires);
-//! - [`load`](mod@load): parsing, the located tree, error rendering (file, line and field in every error);
+//! - [`load`](mod@load): parsing and error rendering (file, line and field in every error);
+//! - `located`: the located tree of a file, field paths and [`Problem`];
 //! - `validate`: the semantic checks, which [`load()`] and [`from_str()`] run;
 //! - [`schedule`]: seeded random schedules and the resolved fault list of a run.
 use std::collections::BTreeMap;
@@ -17,7 +20,9 @@ use sinkhole_workloads::model::{Partitioning, SinkMode};
 pub mod broker_config;
 pub mod fault;
 mod fault_serde;
+mod fields;
 pub mod load;
+mod located;
 pub mod schedule;
 mod validate;
 pub mod values;
@@ -27,7 +32,8 @@ pub use fault::{
     Bandwidth, Blackhole, Brokers, Delay, Family, Fault, FaultKind, FaultSpec, Frames, FramesDelay, FramesError,
     KindInfo, Link, Loss, Need, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling, Workers,
 };
-pub use load::{from_str, load, Problem, ScenarioError};
+pub use load::{from_str, load, ScenarioError};
+pub use located::Problem;
 pub use values::*;
 pub use when::When;
 

@@ -357,7 +357,9 @@ pub fn trigger_text(w: &When) -> String {
     }
 }
 
-fn json_text(v: &serde_json::Value) -> String {
+/// A JSON value as the schedule's text shows it: strings bare, lists and maps
+/// in YAML's flow style (`[workers]`, `{at_ms: 1000}`).
+pub fn json_text(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Array(a) => format!("[{}]", a.iter().map(json_text).collect::<Vec<_>>().join(", ")),
@@ -422,112 +424,9 @@ fn line(i: usize, f: &FaultSpec) -> String {
     .to_string()
 }
 
-// ---------------------------------------------------------------------------
-// The command line: `sinkhole validate` and `sinkhole schedule`
-
-pub use crate::scenario::load::excerpt;
-
-/// One file's result in `sinkhole validate --json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct FileReport {
-    pub file: String,
-    pub ok: bool,
-    /// Explicit faults.
-    pub faults: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mix: Option<Mix>,
-    pub modes: Vec<String>,
-    pub problems: Vec<crate::scenario::Problem>,
-}
-
-/// `sinkhole validate FILE...`: the text (or JSON) to print and whether every
-/// file is valid.
-pub fn validate_files(files: &[PathBuf], json: bool) -> (String, bool) {
-    let mut reports = Vec::new();
-    let mut text = String::new();
-    for f in files {
-        let name = f.display().to_string();
-        match crate::scenario::load(f) {
-            Ok(s) => {
-                let modes: Vec<String> = s.modes.iter().map(|m| m.name().to_string()).collect();
-                let sched = match &s.schedule {
-                    Some(r) => format!(
-                        " + random schedule {} in [{}, {}] ms",
-                        json_text(&serde_json::to_value(r.mix).unwrap_or_default()),
-                        r.start_ms,
-                        r.end_ms
-                    ),
-                    None => String::new(),
-                };
-                text.push_str(&format!("{name}: ok ({} faults{sched}, modes {})\n", s.faults.len(), modes.join(", ")));
-                reports.push(FileReport {
-                    file: name,
-                    ok: true,
-                    faults: s.faults.len(),
-                    mix: s.schedule.as_ref().map(|r| r.mix),
-                    modes,
-                    problems: vec![],
-                });
-            }
-            Err(e) => {
-                let problems: Vec<crate::scenario::Problem> = match &e {
-                    crate::scenario::ScenarioError::Read { .. } => vec![crate::scenario::Problem {
-                        file: name.clone(),
-                        line: 0,
-                        column: 0,
-                        field: "(file)".into(),
-                        message: e.to_string(),
-                    }],
-                    _ => e.problems().to_vec(),
-                };
-                let source = std::fs::read_to_string(f).unwrap_or_default();
-                for p in &problems {
-                    if p.line == 0 {
-                        text.push_str(&format!("{}\n", p.message));
-                        continue;
-                    }
-                    text.push_str(&format!("{p}\n"));
-                    if let Some(x) = excerpt(&source, p.line, p.column) {
-                        text.push_str(&x);
-                        text.push('\n');
-                    }
-                }
-                reports.push(FileReport { file: name, ok: false, faults: 0, mix: None, modes: vec![], problems });
-            }
-        }
-    }
-    let all_ok = reports.iter().all(|r| r.ok);
-    if json {
-        (serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n", all_ok)
-    } else {
-        (text, all_ok)
-    }
-}
-
-/// `sinkhole schedule FILE [--seed N]`: the resolved fault list (text or the
-/// JSON of `schedule.json`). A bad file is an `Err` with every problem.
-pub fn schedule_file(file: &Path, seed: Option<u64>, json: bool) -> Result<String, String> {
-    let s = crate::scenario::load(file).map_err(|e| e.render())?;
-    let seed = seed.unwrap_or_else(rand::random);
-    let r = resolve(&s, seed);
-    if json {
-        serde_json::to_string_pretty(&r).map(|t| t + "\n").map_err(|e| e.to_string())
-    } else {
-        Ok(render(&r))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn excerpt_points_at_the_column() {
-        let x = excerpt("a: 1\nbb: [x, y]\n", 2, 9).unwrap();
-        assert_eq!(x, "  |\n2 | bb: [x, y]\n  |         ^");
-        assert!(excerpt("a", 3, 1).is_none());
-        assert!(excerpt("a", 0, 1).is_none());
-    }
 
     fn scenario(schedule: &str) -> Scenario {
         let text = format!(

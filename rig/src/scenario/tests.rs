@@ -3,7 +3,7 @@
 //! written out reads back the same, docs/SCENARIOS.md agrees with the table.
 use serde_json::{json, Value};
 
-use super::fault_serde::fields_of;
+use super::fields::fields_of;
 use super::*;
 
 /// A valid scenario whose faults are `faults` (YAML list items; the first one
@@ -372,4 +372,12 @@ fn absurd_sizes_and_times_are_refused_not_run() {
     let t =
         with_faults("  - kind: kill-workers\n    when: {at_ms: 10}").replace("parallelism: 2", "parallelism: 100000");
     one(&t, 8, "job.parallelism", "at most 1024");
+}
+
+#[test]
+fn excerpt_points_at_the_column() {
+    let x = load::excerpt("a: 1\nbb: [x, y]\n", 2, 9).unwrap();
+    assert_eq!(x, "  |\n2 | bb: [x, y]\n  |         ^");
+    assert!(load::excerpt("a", 3, 1).is_none());
+    assert!(load::excerpt("a", 0, 1).is_none());
 }

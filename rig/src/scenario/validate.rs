@@ -1,7 +1,7 @@
 //! Semantic checks: what the types accept but a run could not do, each
 //! reported at the field it is about.
 use super::fault::does_not_take;
-use super::load::{key, render_path, Locs, Seg};
+use super::located::{key, render_path, Locs, Seg};
 use super::schedule::MAX_SCHEDULE_MS;
 use super::*;
 

@@ -27,7 +27,6 @@ use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use sinkhole_kafka::api::api_key_of;
 use tracing::debug;
 
-use super::client::{Client, Retrier};
 use super::connection::Connection;
 use super::error::{KafkaCode, WireError};
 
@@ -176,34 +175,6 @@ pub async fn fetch_api_versions(conn: &mut Connection, timeout: Duration) -> Res
             "ApiVersions"
         );
         return Ok(info);
-    }
-}
-
-impl Client {
-    /// What a broker (`None`: any broker) answered to ApiVersions on the
-    /// current connection.
-    pub async fn api_versions(&mut self, node_id: Option<i32>) -> Result<ApiVersionsInfo, WireError> {
-        let mut retry = Retrier::exponential("ApiVersions", &self.config);
-        loop {
-            let attempt = async {
-                let node = match node_id {
-                    Some(n) => {
-                        self.ensure_known(n).await?;
-                        n
-                    }
-                    None => self.any_node().await?,
-                };
-                Ok::<_, WireError>(self.conn(node).await?.versions.clone())
-            }
-            .await;
-            match attempt {
-                Ok(info) => return Ok(info),
-                Err(e) if e.is_connection_error() || matches!(e, WireError::NoBrokerReachable { .. }) => {
-                    retry.backoff(e).await?
-                }
-                Err(e) => return Err(e),
-            }
-        }
     }
 }
 

@@ -27,7 +27,8 @@ use tokio::net::TcpStream;
 use tracing::{debug, trace};
 
 use sinkhole_kafka::api::api_key_of;
-use sinkhole_kafka::frame::{encode_raw_request, encode_request, split_frame};
+use sinkhole_kafka::encode::{encode_raw_request, encode_request};
+use sinkhole_kafka::frame::split_frame;
 use sinkhole_kafka::header::split_response;
 
 use super::error::WireError;

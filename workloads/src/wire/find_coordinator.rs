@@ -15,9 +15,8 @@ use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest, FindCoordinatorRe
 use kafka_protocol::protocol::Message;
 use tracing::debug;
 
-use super::client::{decode_body, encode_body, str_bytes, Client, Retrier};
+use super::client::{decode_body, encode_body, str_bytes, BrokerInfo, Client, Retrier};
 use super::error::{coordinator_retry, CoordinatorAction, KafkaCode, WireError};
-use super::metadata::BrokerInfo;
 
 /// FindCoordinator key type of a transactional id.
 pub const KEY_TYPE_TRANSACTION: i8 = 1;

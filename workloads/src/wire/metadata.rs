@@ -16,66 +16,8 @@ use std::time::Duration;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
 
-use super::client::{str_bytes, BrokerConn, Client, Retrier};
+use super::client::{str_bytes, BrokerConn, BrokerInfo, Client, ClusterMetadata, PartitionInfo, Retrier, TopicInfo};
 use super::error::{KafkaCode, WireError};
-
-/// A broker as the cluster advertises it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BrokerInfo {
-    pub node_id: i32,
-    pub host: String,
-    pub port: i32,
-}
-
-impl BrokerInfo {
-    /// `host:port` (IPv6 literals in brackets).
-    pub fn addr(&self) -> String {
-        if self.host.contains(':') && !self.host.starts_with('[') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionInfo {
-    pub partition: i32,
-    /// -1 when there is no leader.
-    pub leader: i32,
-    pub replicas: Vec<i32>,
-    pub isr: Vec<i32>,
-    /// The partition's error (e.g. LEADER_NOT_AVAILABLE), if any.
-    pub error: Option<KafkaCode>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicInfo {
-    pub name: String,
-    /// e.g. UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist.
-    pub error: Option<KafkaCode>,
-    pub partitions: Vec<PartitionInfo>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClusterMetadata {
-    pub cluster_id: Option<String>,
-    /// -1 when unknown. On KRaft clusters this is a broker that forwards to
-    /// the active controller, not the controller itself.
-    pub controller_id: i32,
-    pub brokers: Vec<BrokerInfo>,
-    pub topics: Vec<TopicInfo>,
-}
-
-impl ClusterMetadata {
-    pub fn broker(&self, node_id: i32) -> Option<&BrokerInfo> {
-        self.brokers.iter().find(|b| b.node_id == node_id)
-    }
-
-    pub fn topic(&self, name: &str) -> Option<&TopicInfo> {
-        self.topics.iter().find(|t| t.name == name)
-    }
-}
 
 /// Metadata over one connection. `topics`: `None` = all topics,
 /// `Some(&[])` = brokers only (v1+; v0 cannot ask for no topics).
@@ -172,18 +114,5 @@ impl Client {
                 Err(e) => return Err(e),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn broker_addr_formats_ipv6() {
-        let b = BrokerInfo { node_id: 1, host: "::1".into(), port: 9092 };
-        assert_eq!(b.addr(), "[::1]:9092");
-        let b = BrokerInfo { node_id: 1, host: "127.0.0.1".into(), port: 9092 };
-        assert_eq!(b.addr(), "127.0.0.1:9092");
     }
 }

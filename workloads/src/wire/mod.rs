@@ -14,23 +14,31 @@
 //!
 //! # Layers (bottom up)
 //!
+//! Each file uses only the files listed before it (`scripts/check-layers.sh`
+//! refuses an import cycle between them):
+//!
 //! * `sinkhole-kafka` (a crate of its own, shared with the fault proxy):
 //!   Kafka's size-prefixed framing, request and response headers, API names
 //!   and error codes ([`KafkaCode`]); pure functions over byte buffers.
+//! * [`error`]: [`WireError`] and the retry classification the client uses.
 //! * [`connection`]: one TCP connection that owns its read buffer (partial
 //!   frames stay in it), correlation ids (like mini-redis's `connection.rs`).
-//! * [`error`]: [`WireError`] and the retry classification the client uses.
-//! * [`client`]: a small cluster-aware client: bootstrap, one connection per
-//!   broker, the metadata cache, the retry loop and the request counters.
-//! * One file per RPC, each saying what it means on the wire and which Java
-//!   class it mirrors (like mini-redis's `cmd/`): [`api_versions`] (and
-//!   version negotiation), [`metadata`], [`find_coordinator`],
-//!   [`init_producer_id`] (v0–v6, v6 encoded by hand), [`produce`],
-//!   [`add_partitions_to_txn`], [`end_txn`], [`describe_transactions`],
-//!   [`list_transactions`], [`create_topics`], [`describe_quorum`],
-//!   [`describe_configs`], [`acls`] (CreateAcls, DescribeAcls) and [`sasl`]
+//! * The connection bring-up, on one connection before a client exists:
+//!   [`api_versions`] (ApiVersions and version negotiation) and [`sasl`]
 //!   (SaslHandshake and SaslAuthenticate on a new connection, when the client
 //!   is configured with credentials).
+//! * [`client`]: a small cluster-aware client's state: its settings, one
+//!   connection per broker, the metadata cache, the request counters, the
+//!   retry bookkeeping (`Retrier`) and what every request shares.
+//! * One file per RPC, each saying what it means on the wire and which Java
+//!   class it mirrors (like mini-redis's `cmd/`): [`metadata`],
+//!   [`find_coordinator`], [`init_producer_id`] (v0–v6, v6 encoded by hand),
+//!   [`produce`], [`add_partitions_to_txn`], [`end_txn`],
+//!   [`describe_transactions`], [`list_transactions`], [`create_topics`],
+//!   [`describe_quorum`], [`describe_configs`] and [`acls`] (CreateAcls,
+//!   DescribeAcls).
+//! * [`network`]: bootstrap, connections and the retry loop every RPC sends
+//!   through (it reads Metadata at bootstrap, so it sits above that file).
 //!
 //! Faithful error semantics matter more than speed here: the retry rules
 //! mirror Kafka's Java `TransactionManager` (see `docs/PROTOCOL.md` §2) and every
@@ -51,15 +59,17 @@ pub mod find_coordinator;
 pub mod init_producer_id;
 pub mod list_transactions;
 pub mod metadata;
+pub mod network;
 pub mod produce;
 pub mod sasl;
 
 pub use api_versions::ApiVersionsInfo;
-pub use client::{
-    BrokerInfo, Client, ClientConfig, ClusterMetadata, EndTxnOutcome, InitProducerIdAnswer, InitProducerIdOutcome,
-    ListedTxn, PartitionInfo, RequestCounts, TopicInfo, TxnDescription,
-};
+pub use client::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, RequestCounts, TopicInfo};
 pub use connection::Connection;
+pub use describe_transactions::TxnDescription;
+pub use end_txn::EndTxnOutcome;
 pub use error::{coordinator_retry, CoordinatorAction, KafkaCode, WireError};
 pub use init_producer_id::InitProducerIdParams;
+pub use init_producer_id::{InitProducerIdAnswer, InitProducerIdOutcome};
+pub use list_transactions::ListedTxn;
 pub use sasl::SaslPlain;

@@ -2,7 +2,7 @@
 //!
 //! The exchange the Java client's `SaslClientAuthenticator` runs when a
 //! listener's security protocol is `SASL_PLAINTEXT`: ApiVersions (allowed
-//! before authentication; the [`client`](super::client) has already sent it),
+//! before authentication; [`network`](super::network) has already sent it),
 //! then SaslHandshake v1 naming the mechanism, then one SaslAuthenticate
 //! carrying the PLAIN token of RFC 4616 (`authzid NUL authcid NUL passwd`,
 //! with an empty authzid). Handshake v1 means the token travels inside a
