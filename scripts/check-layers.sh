@@ -15,7 +15,7 @@
 set -euo pipefail
 
 LAYERS="
-utc procs term
+utc procs term provenance
 install
 scenario
 cluster
@@ -29,6 +29,7 @@ verdict
 results
 run
 matrix probe
+serve
 cli
 "
 MAX_LINES=800

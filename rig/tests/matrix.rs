@@ -44,6 +44,7 @@ fn mode(m: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> Mod
 
 fn cell(scenario: &str, kafka: &str, seed: u64, modes: Vec<ModeSummary>) -> CellResult {
     CellResult {
+        index: 0,
         scenario: scenario.into(),
         file: format!("scenarios/{scenario}.yaml").into(),
         kafka: kafka.into(),
@@ -69,6 +70,10 @@ fn matrix(cells: Vec<CellResult>) -> Matrix {
         kafka: vec![],
         seeds: vec![1, 2],
         modes: vec![],
+        fail_on_inconclusive: false,
+        library: vec![],
+        shard: None,
+        merged_from: vec![],
         cells,
         totals: Totals::default(),
         wall_ms: 125_000,
@@ -248,7 +253,18 @@ fn exit_code_fails_on_fail_or_rig_error_not_on_inconclusive() {
     let mut err = ok.clone();
     err.cells[0].status = CellStatus::Error;
     err.refresh();
-    assert_eq!(err.exit_code, 1);
+    // The rig failing is exit 3 (it was 1 before exit codes told it apart from a failed expectation).
+    assert_eq!(err.exit_code, 3);
+    // A finding beats a rig failure.
+    let mut both = failed.clone();
+    both.cells.push(err.cells[0].clone());
+    both.refresh();
+    assert_eq!(both.exit_code, 1);
+    // --fail-on-inconclusive: the inconclusive kip939 fails the matrix.
+    let mut strict = ok.clone();
+    strict.fail_on_inconclusive = true;
+    strict.refresh();
+    assert_eq!(strict.exit_code, 1);
     // Cells not run are neither failures nor passes.
     let mut skipped = ok;
     skipped.cells.push(CellResult { status: CellStatus::Skipped, modes: vec![], ..skipped.cells[0].clone() });

@@ -325,8 +325,8 @@ pub const FILE_NAME: &str = "schedule.json";
 /// Writes `schedule.json` into `dir`.
 pub fn write(dir: &Path, r: &Resolved) -> std::io::Result<PathBuf> {
     let path = dir.join(FILE_NAME);
-    let text = serde_json::to_string_pretty(r).map_err(std::io::Error::other)?;
-    std::fs::write(&path, text + "\n")?;
+    let text = crate::provenance::to_json(r).map_err(std::io::Error::other)?;
+    std::fs::write(&path, text)?;
     Ok(path)
 }
 
@@ -498,7 +498,9 @@ pub fn validate_files(files: &[PathBuf], json: bool) -> (String, bool) {
     }
     let all_ok = reports.iter().all(|r| r.ok);
     if json {
-        (serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n", all_ok)
+        // An array: each file's report carries the provenance.
+        let stamped: Vec<_> = reports.iter().map(crate::provenance::Stamped::new).collect();
+        (serde_json::to_string_pretty(&stamped).unwrap_or_default() + "\n", all_ok)
     } else {
         (text, all_ok)
     }
@@ -511,7 +513,7 @@ pub fn schedule_file(file: &Path, seed: Option<u64>, json: bool) -> Result<Strin
     let seed = seed.unwrap_or_else(rand::random);
     let r = resolve(&s, seed);
     if json {
-        serde_json::to_string_pretty(&r).map(|t| t + "\n").map_err(|e| e.to_string())
+        crate::provenance::to_json(&r).map_err(|e| e.to_string())
     } else {
         Ok(render(&r))
     }
