@@ -223,8 +223,11 @@ pub fn merge(shards: &[Loaded], out: &Path, fail_on_inconclusive: bool) -> Resul
         return Err(problems);
     }
 
+    // In shard order, whatever order the directories were given in.
+    let mut shards: Vec<&Loaded> = shards.iter().collect();
+    shards.sort_by_key(|s| s.matrix.shard.map(|x| x.index));
     let mut cells: Vec<CellResult> = Vec::new();
-    for s in shards {
+    for s in &shards {
         for c in &s.matrix.cells {
             let mut c = c.clone();
             c.dir = c.dir.map(|d| rebase(&s.matrix.dir, &s.dir, &d));
@@ -271,7 +274,6 @@ pub fn merge(shards: &[Loaded], out: &Path, fail_on_inconclusive: bool) -> Resul
         wall_ms: shards.iter().map(|s| s.matrix.wall_ms).sum(),
         exit_code: 0,
     };
-    m.merged_from.sort_by(|a, b| a.shard.cmp(&b.shard));
     m.refresh();
     Ok(m)
 }
