@@ -240,6 +240,11 @@ pub fn listing(root: &Path, dir: &Path) -> String {
     page(&format!("sinkhole: /{rel}"), &b)
 }
 
+/// A line of the diff's run table: how to read it from a summary.
+type SummaryField = dyn Fn(&Summary) -> String;
+/// A row of the diff's counts: which count.
+type CountOf = fn(&crate::checker::Counts) -> u64;
+
 /// A run as the diff reads it: the summary and each mode's verdict.
 struct Side {
     rel: String,
@@ -328,7 +333,7 @@ pub fn diff(root: &Path, a: &Path, b: &Path) -> String {
     }
     h.push_str("<table id=\"runs\"><tr><th></th><th>A</th><th>B</th></tr>\n");
     let field = |s: &Side, f: &dyn Fn(&Summary) -> String| s.summary.as_ref().map(f).unwrap_or_default();
-    let rows: [(&str, &dyn Fn(&Summary) -> String); 7] = [
+    let rows: [(&str, &SummaryField); 7] = [
         ("run", &|s| s.run_id.clone()),
         ("Kafka", &|s| s.kafka.clone()),
         ("seed", &|s| s.seed.to_string()),
@@ -382,7 +387,7 @@ pub fn diff(root: &Path, a: &Path, b: &Path) -> String {
         let counted =
             |r: &Option<crate::results::summary::ModeSummary>| r.as_ref().filter(|m| m.checked).map(|m| m.counts);
         let (ca, cb) = (counted(&ra), counted(&rb));
-        let counts: [(&str, fn(&crate::checker::Counts) -> u64); 9] = [
+        let counts: [(&str, CountOf); 9] = [
             ("expected", |c| c.expected),
             ("committed", |c| c.committed),
             ("lost", |c| c.lost),
