@@ -24,7 +24,7 @@
 set -euo pipefail
 
 LAYERS="
-utc procs term
+utc procs term provenance
 install
 scenario
 cluster
@@ -38,6 +38,7 @@ verdict
 results
 run
 matrix probe
+serve
 cli
 "
 MAX_LINES=800

@@ -5,7 +5,9 @@
 //! layer uses the ones below it, never one above (`scripts/check-layers.sh`
 //! holds the order; `docs/ARCHITECTURE.md` draws it):
 //! - foundation: [`utc`] (UTC times), [`procs`] (spawning processes that
-//!   never outlive the rig) and [`term`] (whether output may be coloured);
+//!   never outlive the rig), [`term`] (whether output may be coloured) and
+//!   [`provenance`] (the schema version, rig version and commit every JSON
+//!   output carries);
 //! - [`install`]: Kafka distributions from Maven Central, cached per version;
 //! - [`scenario`]: the YAML scenario format, its fault kinds and seeded schedules;
 //! - [`cluster`]: the backend trait and its node types; local JVMs, containers;
@@ -21,8 +23,9 @@
 //! - [`results`]: summary.json and the table, junit.xml, report.html, and
 //!   the offline re-check that rewrites them (`sinkhole check`);
 //! - [`run`]: one scenario end to end, every mode on one cluster;
-//! - [`matrix`] (scenarios × Kafka versions × seeds) and [`probe`] (what a
-//!   broker can do for two-phase commit).
+//! - [`matrix`] (scenarios × Kafka versions × seeds, sharded and merged)
+//!   and [`probe`] (what a broker can do for two-phase commit);
+//! - [`serve`]: the results browser over HTTP (`sinkhole serve`).
 pub mod checker;
 pub mod cluster;
 pub mod history;
@@ -32,10 +35,12 @@ pub mod matrix;
 pub mod nemesis;
 pub mod probe;
 pub mod procs;
+pub mod provenance;
 pub mod results;
 pub mod run;
 pub mod runner;
 pub mod scenario;
+pub mod serve;
 pub mod subject;
 pub mod term;
 pub mod utc;

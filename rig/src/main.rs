@@ -11,7 +11,7 @@ use cli::args;
 use cli::Failure;
 
 #[derive(Parser)]
-#[command(name = "sinkhole", version, about = "A Jepsen-style chaos and correctness rig for Kafka transactional sinks")]
+#[command(name = "sinkhole", version = sinkhole_rig::provenance::LONG_VERSION, about = "A Jepsen-style chaos and correctness rig for Kafka transactional sinks")]
 struct Cli {
     /// More log output on stderr (-v info, -vv debug). RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -33,8 +33,16 @@ enum Command {
     /// output and judge it against the scenario's expectations.
     Run(args::RunCmd),
     /// Run scenarios × Kafka versions × seeds (one `run` per cell) and compare:
-    /// matrix.json, matrix.html, junit.xml and a table of scenario × mode.
+    /// matrix.json, matrix.html, junit.xml and a table of scenario × mode
+    /// (`--shard I/N`: one shard of it, for a campaign over several hosts).
     Matrix(args::MatrixCmd),
+    /// Merge the shards of one campaign (`matrix --shard I/N` on each host)
+    /// into one matrix.json, matrix.html and junit.xml; refuses shards that
+    /// do not belong together (exit 2).
+    Merge(args::MergeArgs),
+    /// Browse a results directory over HTTP: the runs newest first, their
+    /// reports and files, the matrices, and a diff of two runs.
+    Serve(args::ServeArgs),
     /// Re-run the checker offline on a stored run (a results/<run-id>
     /// directory, or one mode directory in it): rewrites verdict.json,
     /// summary.json and junit.xml and prints the table. No cluster needed.
@@ -73,13 +81,13 @@ fn main() -> ExitCode {
     cli::init_logging(cli.verbose);
     if let Err(e) = sinkhole_rig::procs::install_signal_teardown() {
         eprintln!("sinkhole: cannot install the signal handlers: {e}");
-        return ExitCode::from(1);
+        return ExitCode::from(sinkhole_rig::results::exit::RIG_FAILED);
     }
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("sinkhole: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(sinkhole_rig::results::exit::RIG_FAILED);
         }
     };
     cli::exit(rt.block_on(dispatch(cli.command)))
@@ -92,6 +100,8 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Probe(a) => cli::probe::run(a).await,
         Command::Run(a) => cli::run::run(a).await,
         Command::Matrix(a) => cli::matrix::run(a).await,
+        Command::Merge(a) => cli::merge::run(a),
+        Command::Serve(a) => cli::serve::run(a).await,
         Command::Check(a) => cli::check::run(a),
         Command::Report(a) => cli::report::run(a),
         Command::Validate(a) => cli::validate::run(a),

@@ -14,21 +14,28 @@
 //! minus the names in its [`EXCLUDE_FILE`] (benchmarks such as
 //! `throughput.yaml`: nothing to judge, long to run). No argument = the
 //! [`DEFAULT_DIR`] library.
+//!
+//! A campaign too big for one host runs in shards ([`shard`]): `--shard I/N`
+//! runs a fixed 1/N of the same cell list on each host, and [`merge`] joins
+//! the shards' matrices into one.
+mod execute;
+pub mod merge;
 mod progress;
 mod render;
+pub mod shard;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
 
-use progress::Reporter;
+pub use execute::run;
 pub use render::{cell_text, rel_link, render_html, render_junit, render_table};
+pub use shard::{LibraryEntry, Shard, ShardInfo};
 
 use crate::install;
+use crate::results::exit::{self, Policy};
 use crate::results::summary::{ModeSummary, Summary};
 use crate::run::{self, RunArgs, RunError};
 use crate::scenario;
@@ -57,6 +64,10 @@ pub struct MatrixArgs {
     pub json: bool,
     /// Stop after the first cell with a failure; the rest are `skipped`.
     pub fail_fast: bool,
+    /// `--fail-on-inconclusive`: an inconclusive mode fails the matrix (exit 1).
+    pub fail_on_inconclusive: bool,
+    /// `--shard I/N`: run only this shard's cells.
+    pub shard: Option<Shard>,
 }
 
 impl Default for MatrixArgs {
@@ -70,6 +81,8 @@ impl Default for MatrixArgs {
             out: None,
             json: false,
             fail_fast: false,
+            fail_on_inconclusive: false,
+            shard: None,
         }
     }
 }
@@ -232,6 +245,10 @@ impl CellStatus {
 /// One cell of `matrix.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellResult {
+    /// The cell's place in the whole matrix's cell list (0-based), the same
+    /// in every shard: what a merge orders and checks the cells by.
+    #[serde(default)]
+    pub index: usize,
     pub scenario: String,
     pub file: PathBuf,
     pub kafka: String,
@@ -258,6 +275,7 @@ pub struct CellResult {
 impl CellResult {
     pub fn pending(key: &CellKey, modes: Vec<SinkMode>) -> CellResult {
         CellResult {
+            index: 0,
             scenario: key.scenario.clone(),
             file: key.file.clone(),
             kafka: key.kafka.clone(),
@@ -279,7 +297,17 @@ impl CellResult {
 
     /// A mode failed its expectation, or the rig failed.
     pub fn failed(&self) -> bool {
-        self.status == CellStatus::Error || self.modes.iter().any(|m| m.outcome == Outcome::Fail)
+        self.failed_under(Policy::default())
+    }
+
+    /// [`Self::failed`], inconclusive counting as failed under `--fail-on-inconclusive`.
+    pub fn failed_under(&self, policy: Policy) -> bool {
+        self.rig_failed() || self.modes.iter().any(|m| policy.fails(m.outcome))
+    }
+
+    /// The rig failed for the whole cell (no verdicts) or for one of its modes.
+    pub fn rig_failed(&self) -> bool {
+        self.status == CellStatus::Error || self.modes.iter().any(|m| m.outcome == Outcome::Error)
     }
 
     /// Records a finished run.
@@ -308,6 +336,9 @@ pub struct Totals {
     pub fail: usize,
     pub inconclusive: usize,
     pub observed: usize,
+    /// Modes of finished cells the rig failed to run through (outcome `error`).
+    #[serde(default)]
+    pub error: usize,
 }
 
 /// `matrix.json`.
@@ -328,11 +359,27 @@ pub struct Matrix {
     pub seeds: Vec<u64>,
     /// The `--modes` filter (empty: each scenario's own).
     pub modes: Vec<String>,
+    /// Whether `exit_code` counts inconclusive modes as failed.
+    #[serde(default)]
+    pub fail_on_inconclusive: bool,
+    /// The scenario files of the whole matrix (every shard's), in cell
+    /// order, each with a digest of its text: shards of one campaign ran
+    /// the same library.
+    #[serde(default)]
+    pub library: Vec<LibraryEntry>,
+    /// Set when this matrix is one shard of a campaign (`--shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// Set when this matrix is the merge of shards: where each came from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<merge::MergedShard>,
     pub cells: Vec<CellResult>,
     pub totals: Totals,
-    /// The matrix's wall time so far.
+    /// The matrix's wall time so far (merged: the sum of the shards').
     pub wall_ms: u64,
-    /// 0 no cell failed, 1 a cell failed or the rig did (130 etc. on a signal).
+    /// 0 every expectation met, 1 one failed, 3 the rig failed (a cell that
+    /// did not start, a mode that errored), 130 etc. on a signal; see
+    /// [`crate::results::exit`].
     pub exit_code: u8,
 }
 
@@ -353,11 +400,17 @@ impl Matrix {
                     Outcome::Fail => t.fail += 1,
                     Outcome::Inconclusive => t.inconclusive += 1,
                     Outcome::Observed => t.observed += 1,
+                    Outcome::Error => t.error += 1,
                 }
             }
         }
         self.totals = t;
-        self.exit_code = exit_code(&self.cells);
+        self.exit_code = exit_code_with(&self.cells, self.policy());
+    }
+
+    /// The policy `exit_code` is computed with.
+    pub fn policy(&self) -> Policy {
+        Policy { fail_on_inconclusive: self.fail_on_inconclusive }
     }
 
     /// The modes of all cells in the order the scenarios name them (first
@@ -392,9 +445,16 @@ impl Matrix {
 }
 
 /// 0 when no cell failed (inconclusive and observed are not failures), 1 when
-/// a mode failed its expectation or the rig failed.
+/// a mode failed its expectation, 3 when none did but the rig failed (a cell
+/// that did not start, a mode that errored).
 pub fn exit_code(cells: &[CellResult]) -> u8 {
-    u8::from(cells.iter().any(CellResult::failed))
+    exit_code_with(cells, Policy::default())
+}
+
+/// [`exit_code`] under a policy (`--fail-on-inconclusive`).
+pub fn exit_code_with(cells: &[CellResult], policy: Policy) -> u8 {
+    let outcomes = cells.iter().flat_map(|c| c.modes.iter().map(|m| m.outcome));
+    exit::code(outcomes, cells.iter().any(|c| c.status == CellStatus::Error), policy)
 }
 
 /// `Ns`, `MmSSs` or `HhMMm`.
@@ -426,7 +486,7 @@ pub const JUNIT_FILE: &str = "junit.xml";
 /// Writes `matrix.json`, `matrix.html` and `junit.xml` into `m.dir`.
 pub fn write_all(m: &Matrix) -> anyhow::Result<()> {
     std::fs::create_dir_all(&m.dir).with_context(|| format!("creating {}", m.dir.display()))?;
-    let json = serde_json::to_string_pretty(m)? + "\n";
+    let json = crate::provenance::to_json(m)?;
     write_atomic(&m.dir.join(JSON_FILE), &json).context("writing matrix.json")?;
     write_atomic(&m.dir.join(HTML_FILE), &render_html(m)).context("writing matrix.html")?;
     write_atomic(&m.dir.join(JUNIT_FILE), &render_junit(m)).context("writing junit.xml")?;
@@ -436,9 +496,18 @@ pub fn write_all(m: &Matrix) -> anyhow::Result<()> {
 /// A validated matrix: every cell's plan inputs, nothing run yet.
 #[derive(Debug, Clone)]
 pub struct Prepared {
+    /// The cells to run (this shard's, with `--shard`), each with its index
+    /// in the whole matrix.
     pub cells: Vec<(CellKey, Vec<SinkMode>)>,
+    /// For each of `cells`, its index in the whole matrix's cell list.
+    pub indexes: Vec<usize>,
+    /// How many cells the whole matrix has (every shard's).
+    pub cells_total: usize,
     pub seeds: Vec<u64>,
+    /// The Kafka versions `cells` need.
     pub versions: Vec<String>,
+    /// The scenario files of the whole matrix.
+    pub library: Vec<LibraryEntry>,
 }
 
 /// Loads and validates every scenario and checks the command line; on bad
@@ -468,11 +537,21 @@ pub fn prepare(args: &MatrixArgs, random_seed: u64) -> Result<Prepared, Vec<Stri
             problems.push("--seeds: at least one seed".to_string());
         }
     }
+    if let (Some(sh), Seeds::Count { base: None, .. }) = (&args.shard, &args.seeds) {
+        problems.push(format!(
+            "--shard {sh}: name the seeds (--seeds, or --seed with --seed-count): every shard must run the same cells, and each would draw its own random seed"
+        ));
+    }
     let seeds = args.seeds.resolve(random_seed);
     let mut scenarios = Vec::new();
+    let mut library = Vec::new();
     for f in &files {
         match scenario::load(f) {
-            Ok(s) => scenarios.push((f.clone(), s)),
+            Ok(s) => {
+                let text = std::fs::read(f).unwrap_or_default();
+                library.push(LibraryEntry { scenario: s.name.clone(), file: f.clone(), digest: shard::digest(&text) });
+                scenarios.push((f.clone(), s));
+            }
             Err(e) => problems.push(e.render()),
         }
     }
@@ -480,17 +559,23 @@ pub fn prepare(args: &MatrixArgs, random_seed: u64) -> Result<Prepared, Vec<Stri
         return Err(problems);
     }
     let keys = expand_cells(&scenarios, &versions, &seeds);
+    let cells_total = keys.len();
     let mut cells = Vec::new();
+    let mut indexes = Vec::new();
     let mut all_versions: Vec<String> = Vec::new();
-    for k in keys {
+    for (index, k) in keys.into_iter().enumerate() {
         // What `sinkhole run` would do with this cell: --modes and --kafka
         // applied the same way, so the matrix refuses what run refuses.
         match run::plan(&cell_args(args, &k), 0) {
+            // Every cell is planned (a bad one is refused on every shard
+            // alike); only this shard's are kept.
+            Ok(_) if args.shard.is_some_and(|sh| !sh.takes(index)) => {}
             Ok(p) => {
                 if !all_versions.contains(&k.kafka) {
                     all_versions.push(k.kafka.clone());
                 }
                 cells.push((k, p.scenario.modes.clone()));
+                indexes.push(index);
             }
             Err(RunError::BadInput(e) | RunError::Failed(e)) => {
                 let msg = format!("{}: {e:#}", k.file.display());
@@ -501,7 +586,7 @@ pub fn prepare(args: &MatrixArgs, random_seed: u64) -> Result<Prepared, Vec<Stri
         }
     }
     if problems.is_empty() {
-        Ok(Prepared { cells, seeds, versions: all_versions })
+        Ok(Prepared { cells, indexes, cells_total, seeds, versions: all_versions, library })
     } else {
         Err(problems)
     }
@@ -515,197 +600,8 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
         seed: Some(k.seed),
         results: args.results.clone(),
         json: false,
+        fail_on_inconclusive: args.fail_on_inconclusive,
     }
-}
-
-/// Plans a cell with a run directory of its own: two cells of the same
-/// scenario and seed started within one second would share a run id (its
-/// timestamp has seconds), so the later one takes the next second.
-fn plan_unique(args: &RunArgs, now: u64) -> Result<run::Plan, RunError> {
-    let mut t = now;
-    loop {
-        let p = run::plan(args, t)?;
-        if !p.dir.exists() || t >= now + 3600 {
-            return Ok(p);
-        }
-        t += 1;
-    }
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
-/// The matrix and what the signal hook needs to finish it.
-struct Shared {
-    matrix: Matrix,
-    started: Instant,
-    /// Set by the signal hook: the main loop records nothing more.
-    stopped: bool,
-}
-
-impl Shared {
-    fn save(&mut self) -> anyhow::Result<()> {
-        self.matrix.wall_ms = self.started.elapsed().as_millis() as u64;
-        self.matrix.refresh();
-        write_all(&self.matrix)
-    }
-}
-
-/// `sinkhole matrix`: validates everything, runs every cell, writes the
-/// matrix files and prints the table; returns the exit code (0 or 1).
-pub async fn run(args: MatrixArgs) -> Result<u8, RunError> {
-    let prepared = prepare(&args, rand::random()).map_err(|p| RunError::BadInput(anyhow!(p.join("\n"))))?;
-    // Every version installed before the first cell: an unknown version is
-    // the user's input (exit 2), found before anything runs.
-    for v in &prepared.versions {
-        let v = v.clone();
-        tokio::task::spawn_blocking(move || install::ensure(&v, &mut |l| eprintln!("sinkhole: {l}")))
-            .await
-            .map_err(|e| RunError::Failed(e.into()))?
-            .map_err(|e| if e.is_bad_input() { RunError::BadInput(e.into()) } else { RunError::Failed(e.into()) })?;
-    }
-
-    let now = unix_now();
-    let matrix_id = format!("matrix-{}", run::timestamp(now));
-    let dir = args.out.clone().unwrap_or_else(|| args.results.join(&matrix_id));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let cells: Vec<CellResult> = prepared.cells.iter().map(|(k, m)| CellResult::pending(k, m.clone())).collect();
-    let total_modes: u64 = cells.iter().map(|c| c.modes_planned.len() as u64).sum();
-    let matrix = Matrix {
-        matrix_id,
-        dir: dir.clone(),
-        started: crate::utc::Utc::from_unix(now).rfc3339(),
-        finished: None,
-        complete: false,
-        interrupted: false,
-        kafka: args.kafka.clone(),
-        seeds: prepared.seeds.clone(),
-        modes: args.modes.clone(),
-        cells,
-        totals: Totals::default(),
-        wall_ms: 0,
-        exit_code: 0,
-    };
-    let shared = Arc::new(Mutex::new(Shared { matrix, started: Instant::now(), stopped: false }));
-    shared.lock().unwrap_or_else(|p| p.into_inner()).save().context("writing the matrix files")?;
-    eprintln!(
-        "sinkhole: matrix of {} cells ({} mode runs), seeds {}; files in {}",
-        prepared.cells.len(),
-        total_modes,
-        prepared.seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
-        dir.display()
-    );
-
-    // Ctrl-C: the teardown in procs kills the current run's cluster and
-    // workers, then this writes the partial matrix before the process exits.
-    let hook_state = shared.clone();
-    crate::procs::set_signal_hook(Some(Box::new(move |sig| {
-        let mut s = hook_state.lock().unwrap_or_else(|p| p.into_inner());
-        s.stopped = true;
-        s.matrix.interrupted = true;
-        for c in &mut s.matrix.cells {
-            if c.status == CellStatus::Running {
-                c.status = CellStatus::Interrupted;
-                c.error = Some(format!("stopped by signal {sig}; its cluster and workers were killed"));
-            }
-        }
-        s.matrix.finished = Some(crate::utc::Utc::from_unix(unix_now()).rfc3339());
-        match s.save() {
-            Ok(()) => eprintln!("sinkhole: partial matrix written to {}", s.matrix.dir.display()),
-            Err(e) => eprintln!("sinkhole: the partial matrix was not written: {e:#}"),
-        }
-    })));
-
-    let reporter = Reporter::new(prepared.cells.len(), total_modes, Some(dir.join("matrix.log")));
-    let total = prepared.cells.len();
-    let mut done_modes = 0u64;
-    let mut outcome: Result<(), RunError> = Ok(());
-    for (i, (key, _)) in prepared.cells.iter().enumerate() {
-        let stop_now = {
-            let s = shared.lock().unwrap_or_else(|p| p.into_inner());
-            args.fail_fast && s.matrix.cells[..i].iter().any(CellResult::failed)
-        };
-        if stop_now {
-            let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-            for c in &mut s.matrix.cells[i..] {
-                c.status = CellStatus::Skipped;
-                c.error = Some("not run: --fail-fast after a failed cell".into());
-            }
-            break;
-        }
-        let plan = match plan_unique(&cell_args(&args, key), unix_now()) {
-            Ok(p) => p,
-            Err(RunError::BadInput(e) | RunError::Failed(e)) => {
-                // Validated above; a file changed on disk since.
-                let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-                let c = &mut s.matrix.cells[i];
-                c.status = CellStatus::Error;
-                c.error = Some(format!("{e:#}"));
-                let _ = s.save();
-                continue;
-            }
-        };
-        let snapshot = {
-            let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-            let c = &mut s.matrix.cells[i];
-            c.status = CellStatus::Running;
-            c.run_id = Some(plan.run_id.clone());
-            c.dir = Some(plan.dir.clone());
-            let snap = c.clone();
-            if let Err(e) = s.save() {
-                outcome = Err(RunError::Failed(e));
-                break;
-            }
-            snap
-        };
-        reporter.cell_started(i, total, &snapshot, done_modes, total_modes);
-        let t0 = Instant::now();
-        let result = run::execute(&plan).await;
-        let wall_ms = t0.elapsed().as_millis() as u64;
-        done_modes += snapshot.modes_planned.len() as u64;
-        let finished = {
-            let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-            if s.stopped {
-                // The signal hook owns the files now; the process is exiting.
-                break;
-            }
-            let c = &mut s.matrix.cells[i];
-            match &result {
-                Ok(summary) => c.finish(summary, wall_ms),
-                Err(RunError::BadInput(e) | RunError::Failed(e)) => {
-                    c.status = CellStatus::Error;
-                    c.error = Some(format!("{e:#}"));
-                    c.wall_ms = wall_ms;
-                }
-            }
-            let snap = c.clone();
-            if let Err(e) = s.save() {
-                outcome = Err(RunError::Failed(e));
-                break;
-            }
-            snap
-        };
-        reporter.cell_finished(i, total, &finished, done_modes);
-    }
-    reporter.finish();
-    crate::procs::set_signal_hook(None);
-    outcome?;
-
-    let m = {
-        let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-        s.matrix.complete = true;
-        s.matrix.finished = Some(crate::utc::Utc::from_unix(unix_now()).rfc3339());
-        s.save().context("writing the matrix files")?;
-        s.matrix.clone()
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&m)?);
-    } else {
-        print!("{}", render_table(&m));
-        println!("matrix: {}", m.dir.join(HTML_FILE).display());
-    }
-    Ok(m.exit_code)
 }
 
 #[cfg(test)]

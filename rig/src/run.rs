@@ -21,12 +21,13 @@ use crate::cluster::Cluster;
 use crate::history::{JobOutcome, ModeOutcome};
 use crate::install;
 use crate::latency;
+use crate::results::exit::Policy;
 use crate::results::junit;
-use crate::results::summary::{exit_code, summarize, ModeSummary, Summary};
+use crate::results::summary::{self, exit_code_with, summarize, Summary};
 use crate::runner::{self, ModeRun};
 use crate::scenario::Backend;
 use crate::scenario::{self, Scenario};
-use crate::verdict::{self, Outcome, VerdictInput};
+use crate::verdict::{self, VerdictInput};
 
 /// The command line of `sinkhole run`.
 #[derive(Debug, Clone, Default)]
@@ -38,9 +39,11 @@ pub struct RunArgs {
     pub seed: Option<u64>,
     pub results: PathBuf,
     pub json: bool,
+    /// `--fail-on-inconclusive`: the summary's exit code counts inconclusive modes as failed.
+    pub fail_on_inconclusive: bool,
 }
 
-/// Exit 2 (the input) or exit 1 (the work).
+/// Exit 2 (the input) or exit 3 (the rig failed: the cluster did not start, a file could not be written).
 #[derive(Debug)]
 pub enum RunError {
     BadInput(anyhow::Error),
@@ -67,6 +70,8 @@ pub struct Plan {
     /// The resolved fault list (explicit faults, then the random schedule's),
     /// already in `scenario.faults`; written to `schedule.json`.
     pub schedule: crate::scenario::schedule::Resolved,
+    /// How the summary's exit code counts inconclusive modes.
+    pub policy: Policy,
 }
 
 impl Plan {
@@ -132,7 +137,17 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
     s.schedule = None;
     let run_id = format!("{}-{}-{seed}", s.name, timestamp(now_unix_s));
     let dir = args.results.join(&run_id);
-    Ok(Plan { scenario: s, source: args.file.clone(), seed, short_id: short_id(&run_id), run_id, dir, schedule })
+    let policy = Policy { fail_on_inconclusive: args.fail_on_inconclusive };
+    Ok(Plan {
+        scenario: s,
+        source: args.file.clone(),
+        seed,
+        short_id: short_id(&run_id),
+        run_id,
+        dir,
+        schedule,
+        policy,
+    })
 }
 
 /// Where [`execute`]'s progress lines go instead of stderr.
@@ -202,6 +217,8 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     .context("writing scenario.yaml")?;
     crate::scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
 
+    let started = crate::utc::Utc::from_unix(crate::utc::now_ms() / 1000).rfc3339();
+    let t0 = std::time::Instant::now();
     let mut cluster = start_cluster(plan).await?;
     progress(&format!("cluster ready at {} ({} backend)", cluster.bootstrap(), cluster.backend()));
 
@@ -211,21 +228,11 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         let row = match row {
             Ok(r) => r,
             Err(e) => {
-                // The rig itself failed for this mode: no verdict on the sink,
-                // but the run has failed; go on with the other modes.
-                let reason = format!("the rig failed: {e:#}");
-                progress(&format!("{mode}: {reason}"));
-                ModeSummary {
-                    mode,
-                    outcome: Outcome::Fail,
-                    expected_met: None,
-                    expected: verdict::expectation_text(s.expect.get(&mode)),
-                    reason,
-                    counts: checker::Counts::default(),
-                    verdict: None,
-                    wall_ms: 0,
-                    checked: false,
-                }
+                // The rig itself failed for this mode: no verdict on the sink
+                // (outcome `error`, exit 3); go on with the other modes.
+                let row = summary::rig_failed(mode, verdict::expectation_text(s.expect.get(&mode)), &format!("{e:#}"));
+                progress(&format!("{mode}: {}", row.reason));
+                row
             }
         };
         modes.push(row);
@@ -243,10 +250,13 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         kafka: s.cluster.kafka.clone(),
         seed: plan.seed,
         dir: plan.dir.clone(),
-        exit_code: exit_code(&modes),
+        exit_code: exit_code_with(&modes, plan.policy),
         modes,
+        fail_on_inconclusive: plan.policy.fail_on_inconclusive,
+        started: Some(started),
+        wall_ms: Some(t0.elapsed().as_millis() as u64),
     };
-    std::fs::write(plan.dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")
+    std::fs::write(plan.dir.join("summary.json"), crate::provenance::to_json(&summary)?)
         .context("writing summary.json")?;
     junit::write(&plan.dir, &summary).context("writing junit.xml")?;
     // The page is for people; a run whose report fails is still a run.
@@ -361,7 +371,11 @@ async fn grant_sink_acls(plan: &Plan, cluster: &LocalCluster, two_phase_commit: 
     Ok(())
 }
 
-async fn run_one(plan: &Plan, cluster: &mut dyn Cluster, mode: SinkMode) -> anyhow::Result<ModeSummary> {
+async fn run_one(
+    plan: &Plan,
+    cluster: &mut dyn Cluster,
+    mode: SinkMode,
+) -> anyhow::Result<crate::results::summary::ModeSummary> {
     let s = &plan.scenario;
     let dir = plan.mode_dir(mode);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

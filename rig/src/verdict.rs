@@ -1,7 +1,8 @@
 //! The verdict: one mode's run judged against what the scenario expects.
 //!
 //! pass / fail / inconclusive (README.md, "Checker and verdict"), or `observed` when the
-//! scenario states no expectation. The rules, in order:
+//! scenario states no expectation (`error`, the rig failing for a mode, is the run's to
+//! record, not a judgement). The rules, in order:
 //! 0. the scenario expects `refused`: the broker refusing the mode
 //!    (`JobOutcome::Unsupported`) passes, with its error; anything else fails;
 //! 1. the broker cannot run the mode (`JobOutcome::Unsupported`) → inconclusive,
@@ -33,6 +34,10 @@ pub enum Outcome {
     Inconclusive,
     /// No expectation: the counts are reported, not judged.
     Observed,
+    /// The rig itself failed for this mode (its runner or checker errored):
+    /// no verdict on the sink at all. Never decided by [`judge`]; the run
+    /// records it when a mode could not be run through (exit code 3).
+    Error,
 }
 
 impl Outcome {
@@ -42,6 +47,7 @@ impl Outcome {
             Outcome::Fail => "fail",
             Outcome::Inconclusive => "inconclusive",
             Outcome::Observed => "observed",
+            Outcome::Error => "error",
         }
     }
 }
@@ -388,8 +394,8 @@ pub fn build(i: VerdictInput<'_>) -> Verdict {
 pub fn write(dir: &Path, v: &Verdict) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join("verdict.json");
-    let text = serde_json::to_string_pretty(v).map_err(std::io::Error::other)?;
-    std::fs::write(&path, text + "\n")?;
+    let text = crate::provenance::to_json(v).map_err(std::io::Error::other)?;
+    std::fs::write(&path, text)?;
     Ok(path)
 }
 

@@ -44,6 +44,7 @@ fn mode(m: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> Mod
 
 fn cell(scenario: &str, kafka: &str, seed: u64, modes: Vec<ModeSummary>) -> CellResult {
     CellResult {
+        index: 0,
         scenario: scenario.into(),
         file: format!("scenarios/{scenario}.yaml").into(),
         kafka: kafka.into(),
@@ -69,6 +70,10 @@ fn matrix(cells: Vec<CellResult>) -> Matrix {
         kafka: vec![],
         seeds: vec![1, 2],
         modes: vec![],
+        fail_on_inconclusive: false,
+        library: vec![],
+        shard: None,
+        merged_from: vec![],
         cells,
         totals: Totals::default(),
         wall_ms: 125_000,
@@ -248,7 +253,18 @@ fn exit_code_fails_on_fail_or_rig_error_not_on_inconclusive() {
     let mut err = ok.clone();
     err.cells[0].status = CellStatus::Error;
     err.refresh();
-    assert_eq!(err.exit_code, 1);
+    // The rig failing is exit 3 (it was 1 before exit codes told it apart from a failed expectation).
+    assert_eq!(err.exit_code, 3);
+    // A finding beats a rig failure.
+    let mut both = failed.clone();
+    both.cells.push(err.cells[0].clone());
+    both.refresh();
+    assert_eq!(both.exit_code, 1);
+    // --fail-on-inconclusive: the inconclusive kip939 fails the matrix.
+    let mut strict = ok.clone();
+    strict.fail_on_inconclusive = true;
+    strict.refresh();
+    assert_eq!(strict.exit_code, 1);
     // Cells not run are neither failures nor passes.
     let mut skipped = ok;
     skipped.cells.push(CellResult { status: CellStatus::Skipped, modes: vec![], ..skipped.cells[0].clone() });
@@ -402,5 +418,261 @@ fn live_matrix_two_seeds() {
     assert!(stdout.contains("wall time"), "{stdout}");
     // Without a terminal: plain progress lines.
     assert!(stderr.contains("matrix: [1/2] matrix-tiny @4.4.0 seed 11: starting"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A finished cell where the rig failed one mode: `error` is its own outcome
+/// in the totals, the table, the page and junit.xml (`<error>`), and exit 3.
+#[test]
+fn a_mode_the_rig_failed_is_an_error_everywhere() {
+    let mut m = matrix(vec![cell(
+        "s",
+        "4.4.0",
+        1,
+        vec![
+            mode(SinkMode::Legacy, Outcome::Pass, 0, 0, "clean as expected"),
+            ModeSummary {
+                wall_ms: 0,
+                ..sinkhole_rig::results::summary::rig_failed(
+                    SinkMode::Kip939,
+                    "clean".into(),
+                    "checking mode kip939: drain failed",
+                )
+            },
+        ],
+    )]);
+    m.refresh();
+    assert_eq!((m.totals.error, m.totals.fail, m.exit_code), (1, 0, 3));
+    assert!(m.cells[0].rig_failed() && m.cells[0].failed());
+    let t = render_table(&m);
+    assert!(t.contains("s @4.4.0 | pass   | ERROR"), "{t}");
+    assert!(t.contains("1 pass, 0 fail, 0 inconclusive, 0 observed, 1 error (the rig failed);"), "{t}");
+    let x = render_junit(&m);
+    assert!(
+        x.contains(r#"errors="1""#)
+            && x.contains(r#"<error message="the rig failed: checking mode kip939: drain failed" type="rig"/>"#),
+        "{x}"
+    );
+    assert!(render_html(&m).contains(r#"class="o error""#));
+}
+
+/// One shard's matrix as `sinkhole matrix --shard I/N` writes it.
+fn shard_of(full: &Matrix, index: u32, count: u32, dir: &Path) -> Matrix {
+    let mut m = full.clone();
+    m.dir = dir.to_path_buf();
+    m.matrix_id = format!("matrix-20261129T220000-shard-{index}-of-{count}");
+    m.shard = Some(matrix::ShardInfo { index, count, cells_total: full.cells.len() });
+    let sh = matrix::Shard { index, count };
+    m.cells.retain(|c| sh.takes(c.index));
+    m.wall_ms = 1000 * u64::from(index);
+    m.refresh();
+    m
+}
+
+fn sample_indexed() -> Matrix {
+    let mut m = sample();
+    for (i, c) in m.cells.iter_mut().enumerate() {
+        c.index = i;
+    }
+    m.library = vec![matrix::LibraryEntry {
+        scenario: "flip319".into(),
+        file: "scenarios/flip319.yaml".into(),
+        digest: matrix::shard::digest(b"flip319"),
+    }];
+    m
+}
+
+fn without_run(m: &Matrix) -> Vec<serde_json::Value> {
+    m.cells
+        .iter()
+        .map(|c| {
+            let modes: Vec<_> =
+                c.modes.iter().map(|s| serde_json::json!([s.mode, s.outcome, s.counts, s.reason])).collect();
+            serde_json::json!([c.index, c.scenario, c.kafka, c.seed, c.status, c.modes_planned, modes])
+        })
+        .collect()
+}
+
+#[test]
+fn shards_merge_into_the_whole_and_refuse_what_does_not_fit() {
+    use sinkhole_rig::matrix::merge;
+    let base = common::test_dir("merge-synthetic");
+    let full = sample_indexed();
+    let write = |name: &str, m: &Matrix| {
+        let d = base.join(name);
+        let mut m = m.clone();
+        m.dir = d.clone();
+        matrix::write_all(&m).unwrap();
+        d
+    };
+    let one = write("one", &shard_of(&full, 1, 2, &base.join("one")));
+    let two = write("two", &shard_of(&full, 2, 2, &base.join("two")));
+    assert_eq!(shard_of(&full, 1, 2, &one).cells.iter().map(|c| c.index).collect::<Vec<_>>(), vec![0, 2]);
+
+    // Merged: every cell in the unsharded order, the same totals and exit code.
+    let out = base.join("merged");
+    let m = merge::merge_into(&[two.clone(), one.clone()], &out, false).unwrap();
+    assert_eq!(without_run(&m), without_run(&full));
+    assert_eq!((m.totals, m.exit_code), (full.totals, full.exit_code));
+    assert_eq!(m.wall_ms, 3000, "the sum of the shards' wall times");
+    assert_eq!(m.merged_from.iter().map(|s| s.shard.as_str()).collect::<Vec<_>>(), ["1/2", "2/2"]);
+    assert!(m.shard.is_none() && m.complete);
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).unwrap()).unwrap();
+    assert_eq!(on_disk["git_commit"], sinkhole_rig::provenance::GIT_COMMIT);
+    assert_eq!(std::fs::read_to_string(out.join("junit.xml")).unwrap(), render_junit(&m));
+    assert!(std::fs::read_to_string(out.join("matrix.html")).unwrap().contains("merged from 2 shards"));
+
+    let refused = |dirs: &[PathBuf]| match merge::merge_into(dirs, &base.join("never"), false) {
+        Err(Ok(problems)) => problems.join("\n"),
+        Err(Err(e)) => panic!("a failure, not bad input: {e:#}"),
+        Ok(_) => panic!("merged {dirs:?}"),
+    };
+    let all = refused(std::slice::from_ref(&one));
+    assert!(all.contains("shard 2/2 is missing"), "{all}");
+    let all = refused(&[one.clone(), one.clone()]);
+    assert!(all.contains("shard 1/2 is given twice") && all.contains("shard 2/2 is missing"), "{all}");
+    // Each way a shard can belong to another campaign, named.
+    let variant = |name: &str, f: &dyn Fn(&mut Matrix)| {
+        let mut m = shard_of(&full, 2, 2, &base.join(name));
+        f(&mut m);
+        write(name, &m)
+    };
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (variant("seeds", &|m| m.seeds = vec![1, 3]), "different seeds"),
+        (variant("kafka", &|m| m.kafka = vec!["4.0.2".into()]), "different versions"),
+        (variant("modes", &|m| m.modes = vec!["legacy".into()]), "different modes"),
+        (variant("library", &|m| m.library[0].digest = matrix::shard::digest(b"edited")), "ran another library"),
+        (variant("count", &|m| m.shard.as_mut().unwrap().count = 3), "different shard counts"),
+        (variant("cells", &|m| m.cells[0].index = 2), "is not shard 2/2's"),
+        (variant("policy", &|m| m.fail_on_inconclusive = true), "--fail-on-inconclusive"),
+    ];
+    for (dir, want) in cases {
+        let all = refused(&[one.clone(), dir.clone()]);
+        assert!(all.contains(want), "{}: {all}", dir.display());
+    }
+    // Another rig (its commit, as matrix.json says it).
+    let other_rig = write("rig", &shard_of(&full, 2, 2, &base.join("rig")));
+    let p = other_rig.join("matrix.json");
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(
+        &p,
+        text.replacen(sinkhole_rig::provenance::GIT_COMMIT, "0000000000000000000000000000000000000000", 1),
+    )
+    .unwrap();
+    let all = refused(&[one.clone(), other_rig]);
+    assert!(all.contains("different rig versions") && all.contains("0000000000"), "{all}");
+    // Not a shard; not a matrix at all.
+    let whole = write("whole", &full);
+    assert!(refused(&[whole]).contains("not a shard"));
+    assert!(refused(&[base.join("nothing")]).contains("not a matrix directory"));
+
+    // Through the binary: exit 2 naming the difference; a good merge exits
+    // with the merged verdicts (the sample has a failure: 1).
+    let o = std::process::Command::new(common::bin()).arg("merge").arg(&one).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("shard 2/2 is missing"));
+    let o = std::process::Command::new(common::bin())
+        .args(["merge", "--out"])
+        .arg(base.join("merged-cli"))
+        .arg(&one)
+        .arg(&two)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(i32::from(full.exit_code)), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("flip319 @4.4.0"));
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn shards_take_every_cell_once_whatever_the_count() {
+    let inputs = vec![data("matrix-tiny.yaml"), data("shard-tiny.yaml"), library("flip319-short-outage.yaml")];
+    let args = MatrixArgs {
+        inputs,
+        kafka: vec!["4.4.0".into(), "4.0.2".into()],
+        seeds: Seeds::List(vec![1, 2]),
+        ..MatrixArgs::default()
+    };
+    let whole = prepare(&args, 0).unwrap();
+    assert_eq!((whole.cells.len(), whole.cells_total), (12, 12));
+    assert_eq!(
+        whole.library.iter().map(|l| l.scenario.as_str()).collect::<Vec<_>>(),
+        ["matrix-tiny", "shard-tiny", "flip319-short-outage"]
+    );
+    for n in 1..=5u32 {
+        let mut seen: Vec<(usize, matrix::CellKey)> = Vec::new();
+        for i in 1..=n {
+            let p =
+                prepare(&MatrixArgs { shard: Some(matrix::Shard { index: i, count: n }), ..args.clone() }, 0).unwrap();
+            assert_eq!(p.cells_total, 12);
+            assert_eq!(p.library, whole.library, "every shard records the whole library");
+            seen.extend(p.indexes.iter().copied().zip(p.cells.iter().map(|c| c.0.clone())));
+        }
+        seen.sort_by_key(|(i, _)| *i);
+        let want: Vec<(usize, matrix::CellKey)> = whole.cells.iter().map(|c| c.0.clone()).enumerate().collect();
+        assert_eq!(seen, want, "{n} shards");
+    }
+    // Shards need the seeds named: a random one would differ per shard.
+    let random = MatrixArgs { seeds: Seeds::default(), shard: Some(matrix::Shard { index: 1, count: 2 }), ..args };
+    assert!(prepare(&random, 0).unwrap_err().join("\n").contains("name the seeds"));
+}
+
+/// Three seeds of a tiny fault-free scenario (its counts do not depend on
+/// timing) on a real Kafka 4.4.0: the unsharded matrix, then shards 1/2 and
+/// 2/2 one after the other, merged: the same cells in the same order with
+/// the same outcomes and counts, the same totals and exit code.
+#[test]
+fn live_shards_merged_equal_the_unsharded_matrix() {
+    let _g = common::serial();
+    common::dist("4.4.0");
+    let dir = common::test_dir("shards");
+    let matrix_of = |out: &Path, extra: &[&str]| {
+        let o = std::process::Command::new(common::bin())
+            .arg("matrix")
+            .arg(data("shard-tiny.yaml"))
+            .args(["--kafka", "4.4.0", "--seeds", "21,22,23", "--results"])
+            .arg(dir.join("results"))
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .output()
+            .unwrap();
+        eprintln!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        o
+    };
+    let t0 = Instant::now();
+    let whole = matrix_of(&dir.join("whole"), &[]);
+    let s1 = matrix_of(&dir.join("shard-1"), &["--shard", "1/2"]);
+    let s2 = matrix_of(&dir.join("shard-2"), &["--shard", "2/2"]);
+    let merged = std::process::Command::new(common::bin())
+        .arg("merge")
+        .arg(dir.join("shard-2"))
+        .arg(dir.join("shard-1"))
+        .arg("--out")
+        .arg(dir.join("merged"))
+        .output()
+        .unwrap();
+    eprintln!("(matrices took {:.1} s)", t0.elapsed().as_secs_f64());
+    let read = |d: &str| -> Matrix {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(d).join("matrix.json")).unwrap()).unwrap()
+    };
+    let (w, a, b, m) = (read("whole"), read("shard-1"), read("shard-2"), read("merged"));
+    assert_eq!(a.cells.iter().map(|c| c.seed).collect::<Vec<_>>(), vec![21, 23], "round robin: cells 0 and 2");
+    assert_eq!(b.cells.iter().map(|c| c.seed).collect::<Vec<_>>(), vec![22]);
+    assert!(w.cells.iter().all(|c| c.status == CellStatus::Done && c.modes[0].outcome == Outcome::Pass), "{w:?}");
+    assert_eq!(without_run(&m), without_run(&w));
+    assert_eq!(m.totals, w.totals);
+    assert_eq!(m.exit_code, w.exit_code);
+    for o in [&whole, &s1, &s2, &merged] {
+        assert_eq!(o.status.code(), Some(i32::from(w.exit_code)), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // The merged page links every cell's report, which is where the shard left it.
+    let html = std::fs::read_to_string(dir.join("merged").join("matrix.html")).unwrap();
+    for c in &m.cells {
+        assert!(c.dir.as_ref().unwrap().join("report.html").is_file());
+        assert!(html.contains(&format!("../results/{}/report.html", c.run_id.as_ref().unwrap())), "{html}");
+    }
+    let junit = std::fs::read_to_string(dir.join("merged").join("junit.xml")).unwrap();
+    assert_eq!(junit.matches("<testcase ").count(), 3);
     let _ = std::fs::remove_dir_all(&dir);
 }

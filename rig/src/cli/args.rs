@@ -37,6 +37,9 @@ pub struct RunCmd {
     /// Container image (containers backend), instead of the scenario's `cluster.image`.
     #[arg(long)]
     pub image: Option<String>,
+    /// Count an inconclusive mode as failed (exit 1), for jobs that want every mode judged.
+    #[arg(long)]
+    pub fail_on_inconclusive: bool,
 }
 
 #[derive(Args)]
@@ -71,6 +74,43 @@ pub struct MatrixCmd {
     /// Stop after the first cell with a failure.
     #[arg(long)]
     pub fail_fast: bool,
+    /// Count an inconclusive mode as failed (exit 1).
+    #[arg(long)]
+    pub fail_on_inconclusive: bool,
+    /// Run only shard I of N (1-based): cell k of the whole list (0-based) runs
+    /// in shard (k mod N) + 1. Needs fixed seeds; `sinkhole merge` joins the shards.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+}
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The shards' matrix directories (each with the matrix.json of `matrix --shard I/N`).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged matrix.json, matrix.html and junit.xml go (default: results/matrix-<timestamp>-merged).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the merged matrix.json on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Count an inconclusive mode as failed (exit 1), whatever the shards said.
+    #[arg(long)]
+    pub fail_on_inconclusive: bool,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The results directory to browse.
+    #[arg(default_value = "results")]
+    pub dir: PathBuf,
+    /// TCP port (0: any free one, printed).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Address to listen on. Only loopback by default: the results name hosts,
+    /// paths and seeds; listen elsewhere only on a network you trust.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
 }
 
 #[derive(Args)]
@@ -80,6 +120,9 @@ pub struct CheckArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Count an inconclusive mode as failed (exit 1).
+    #[arg(long)]
+    pub fail_on_inconclusive: bool,
 }
 
 #[derive(Args)]

@@ -87,6 +87,19 @@ pub struct NodeArgs {
     pub json: bool,
 }
 
+/// A cluster's `--json` output (`up`, `status`): its state, with the
+/// provenance every JSON output leads with. The state's own `version` (the
+/// Kafka version) is `kafka` here, as in every other file of the rig: `version`
+/// is the rig's.
+fn cluster_json(mut v: serde_json::Value) -> anyhow::Result<String> {
+    if let Some(o) = v.as_object_mut() {
+        if let Some(k) = o.remove("version") {
+            o.insert("kafka".to_string(), k);
+        }
+    }
+    Ok(sinkhole_rig::provenance::to_json(&v)?)
+}
+
 /// Loads a named cluster's state, cleaning it if it is stale.
 fn load_state(name: &str) -> Result<ClusterState, Failure> {
     let st = ClusterState::load(name).map_err(bad)?;
@@ -174,7 +187,7 @@ async fn local_up(name: &str, kafka: &KafkaSel, shape: &ClusterShape, json: bool
         let mut v = serde_json::to_value(&st)?;
         v["bootstrap"] = bootstrap.clone().into();
         v["ready_ms"] = (ready.as_millis() as u64).into();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        print!("{}", cluster_json(v)?);
     } else {
         println!(
             "cluster '{name}' ready in {:.1} s: Kafka {}, {} node(s)",
@@ -232,10 +245,10 @@ fn local_status(name: &str, json: bool) -> Result<(), Failure> {
     let mut c = st.adopt(dist);
     let status = c.status();
     if json {
-        println!(
+        print!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "name": name, "version": st.version, "cluster_id": st.cluster_id,
+            cluster_json(serde_json::json!({
+                "name": name, "kafka": st.version, "cluster_id": st.cluster_id,
                 "bootstrap": st.nodes.iter().map(|n| format!("127.0.0.1:{}", n.addr.broker_port)).collect::<Vec<_>>().join(","),
                 "nodes": status,
             }))?
@@ -280,7 +293,7 @@ async fn node_action(a: NodeArgs, action: NodeAction) -> Result<(), Failure> {
         e => Failure::Failed(e.into()),
     })?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&effect)?);
+        print!("{}", sinkhole_rig::provenance::to_json(&effect)?);
     } else {
         let sigs: Vec<String> = effect
             .signals
@@ -353,7 +366,7 @@ async fn containers_up(
         let mut v = serde_json::to_value(&rec)?;
         v["bootstrap"] = bootstrap.clone().into();
         v["ready_ms"] = (ready.as_millis() as u64).into();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        print!("{}", cluster_json(v)?);
     } else {
         println!(
             "cluster '{name}' ready in {:.1} s: Kafka {}, {} container(s) from {} on network {}",
@@ -403,10 +416,10 @@ async fn containers_status(name: &str, json: bool) -> Result<(), Failure> {
             "intent": n.intent, "engine": state}));
     }
     if json {
-        println!(
+        print!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"name": name, "backend": "containers",
-            "version": rec.version, "image": rec.image, "bootstrap": c.bootstrap(), "nodes": rows}))?
+            cluster_json(serde_json::json!({"name": name, "backend": "containers",
+            "kafka": rec.version, "image": rec.image, "bootstrap": c.bootstrap(), "nodes": rows}))?
         );
     } else {
         println!("cluster '{name}': Kafka {} in containers from {} (network {})", rec.version, rec.image, rec.network);
@@ -437,7 +450,7 @@ async fn containers_node_action(a: NodeArgs, action: NodeAction, rec: Containers
         e => Failure::Failed(e.into()),
     })?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&effect)?);
+        print!("{}", sinkhole_rig::provenance::to_json(&effect)?);
     } else {
         let sigs: Vec<String> = effect
             .signals

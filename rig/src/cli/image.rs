@@ -24,7 +24,7 @@ fn build(kafka: &str, tag: Option<String>, json: bool) -> Result<(), Failure> {
     let r = sinkhole_rig::cluster::containers::image::build(&dist, &tag, &work, host.as_deref(), &mut |l| progress(l))
         .context("building the image")?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        print!("{}", sinkhole_rig::provenance::to_json(&r)?);
     } else {
         println!(
             "image {}: Kafka {}, JRE by {}, {:.0} MiB root filesystem, built and imported ({}) in {:.1} s",

@@ -3,9 +3,11 @@
 //! an exit code ([`Failure`]), the log and progress lines on stderr, the
 //! Kafka distribution a command runs, and printing a run's summary.
 //!
-//! Exit codes: 0 success, 1 the work failed (a broker did not start, a
-//! request failed, a mode did not meet its expectation), 2 bad input
-//! (arguments, versions, ports, files).
+//! Exit codes (README.md, "Exit codes"; [`sinkhole_rig::results::exit`]): 0
+//! success, 1 an expectation failed (`run`, `check`, `matrix`, `merge`), 2 bad
+//! input (arguments, versions, ports, files, shards that do not fit), 3 the
+//! rig itself failed (a broker did not start, a request failed, a mode's
+//! runner errored), 128 + N after signal N.
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,6 +16,7 @@ use anyhow::anyhow;
 use sinkhole_rig::cluster::config::parse_overrides;
 use sinkhole_rig::cluster::local::LocalSpec;
 use sinkhole_rig::install::{self, KafkaDist};
+use sinkhole_rig::results::exit::{self, Policy};
 use sinkhole_rig::results::summary::Summary;
 use sinkhole_rig::run::RunError;
 use sinkhole_rig::DEFAULT_KAFKA;
@@ -26,19 +29,23 @@ pub mod check;
 pub mod cluster;
 pub mod image;
 pub mod matrix;
+pub mod merge;
 pub mod probe;
 pub mod reap_containers;
 pub mod report;
 pub mod run;
 pub mod schedule;
+pub mod serve;
 pub mod setup;
 pub mod validate;
 pub mod worker;
 
-/// An error and whether it was the user's input (exit 2) or the work (exit 1).
+/// An error and whose it is: the user's input (exit 2), the rig's own work
+/// (exit 3), or a judgement the command reached (its exit code, 1 or 3).
 pub enum Failure {
     BadInput(anyhow::Error),
     Failed(anyhow::Error),
+    Judged { code: u8, message: String },
 }
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
@@ -59,13 +66,14 @@ pub fn run_failure(e: RunError) -> Failure {
     }
 }
 
-/// A command's exit code (0, or 1 with `failed` when the work it judged
-/// failed), as `Ok`/`Err`.
-pub fn judged(code: u8, failed: &str) -> Result<(), Failure> {
-    if code == 0 {
+/// A command's exit code from its verdicts (0, 1 or 3 by
+/// [`sinkhole_rig::results::exit`]; `what` names the unit, "mode" or
+/// "cell"), as `Ok`/`Err`.
+pub fn judged(code: u8, policy: Policy, what: &str) -> Result<(), Failure> {
+    if code == exit::OK {
         Ok(())
     } else {
-        Err(Failure::Failed(anyhow!("{failed}")))
+        Err(Failure::Judged { code, message: exit::explain(code, policy, what) })
     }
 }
 
@@ -78,11 +86,15 @@ pub fn exit(r: Result<(), Failure>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::BadInput(e)) => {
             eprintln!("sinkhole: error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(exit::BAD_INPUT)
         }
         Err(Failure::Failed(e)) => {
             eprintln!("sinkhole: error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(exit::RIG_FAILED)
+        }
+        Err(Failure::Judged { code, message }) => {
+            eprintln!("sinkhole: {message}");
+            ExitCode::from(code)
         }
     }
 }
@@ -157,7 +169,7 @@ pub fn spec_from(shape: &ClusterShape, dist: KafkaDist, dir: PathBuf) -> Result<
 /// where the results are (`sinkhole run`, `sinkhole check`).
 pub fn print_summary(s: &Summary, json: bool) -> Result<(), Failure> {
     if json {
-        println!("{}", serde_json::to_string_pretty(s)?);
+        print!("{}", sinkhole_rig::provenance::to_json(s)?);
     } else {
         print!("{}", sinkhole_rig::results::summary::render_text(s));
     }

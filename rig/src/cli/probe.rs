@@ -67,7 +67,7 @@ pub async fn run(p: ProbeArgs) -> Result<(), Failure> {
     }
     let report = probe::run(opts).await.context("probing the broker")?;
     if p.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        print!("{}", sinkhole_rig::provenance::to_json(&report)?);
     } else {
         print!("{}", probe::render_table(&report));
     }

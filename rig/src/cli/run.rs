@@ -7,13 +7,13 @@ use super::args::RunCmd;
 use super::{judged, print_summary, run_failure, Failure};
 
 pub async fn run(a: RunCmd) -> Result<(), Failure> {
-    let RunCmd { file, modes, kafka, seed, results, json, backend, image } = a;
-    let args = RunArgs { file, modes, kafka, seed, results, json };
+    let RunCmd { file, modes, kafka, seed, results, json, backend, image, fail_on_inconclusive } = a;
+    let args = RunArgs { file, modes, kafka, seed, results, json, fail_on_inconclusive };
     let backend = backend.map(|b| match b.as_str() {
         "containers" => Backend::Containers,
         _ => Backend::Local,
     });
     let summary = run::run_on(&args, backend, image).await.map_err(run_failure)?;
     print_summary(&summary, args.json)?;
-    judged(summary.exit_code, "at least one mode did not meet its expectation")
+    judged(summary.exit_code, summary.policy(), "mode")
 }

@@ -19,7 +19,7 @@ fn schedule_file(file: &Path, seed: Option<u64>, json: bool) -> Result<String, S
     let seed = seed.unwrap_or_else(rand::random);
     let r = schedule::resolve(&s, seed);
     if json {
-        serde_json::to_string_pretty(&r).map(|t| t + "\n").map_err(|e| e.to_string())
+        sinkhole_rig::provenance::to_json(&r).map_err(|e| e.to_string())
     } else {
         Ok(schedule::render(&r))
     }

@@ -94,7 +94,9 @@ fn validate_files(files: &[PathBuf], json: bool) -> (String, bool) {
     }
     let all_ok = reports.iter().all(|r| r.ok);
     if json {
-        (serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n", all_ok)
+        // An array: each file's report carries the provenance.
+        let stamped: Vec<_> = reports.iter().map(sinkhole_rig::provenance::Stamped::new).collect();
+        (serde_json::to_string_pretty(&stamped).unwrap_or_default() + "\n", all_ok)
     } else {
         (text, all_ok)
     }

@@ -45,6 +45,7 @@ pub fn cell_text(m: Option<&ModeSummary>, status: CellStatus) -> String {
     };
     let word = match m.outcome {
         Outcome::Fail => "FAIL",
+        Outcome::Error => "ERROR",
         o => o.name(),
     };
     let counts = if m.checked { anomalies(&m.counts) } else { String::new() };
@@ -136,6 +137,9 @@ pub fn render_table(m: &Matrix) -> String {
         t.observed,
         human_duration(m.wall_ms)
     );
+    if t.error > 0 {
+        summary = summary.replacen(" observed;", &format!(" observed, {} error (the rig failed);", t.error), 1);
+    }
     if t.inconclusive > 0 {
         summary.push_str(&format!(" ({} inconclusive: not failures, not passes either)", t.inconclusive));
     }
@@ -175,7 +179,7 @@ pub fn rel_link(from_dir: &Path, target: &Path) -> String {
 }
 
 /// Drops `.` and folds `x/..` without touching the file system.
-fn normalize(p: &Path) -> PathBuf {
+pub(super) fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -221,6 +225,21 @@ pub fn render_html(m: &Matrix) -> String {
         esc(&m.matrix_id)
     );
     let _ = writeln!(h, "<h1>sinkhole matrix {}</h1>", esc(&m.matrix_id));
+    if let Some(sh) = &m.shard {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">shard {}/{} of a matrix of {} cells</p>",
+            sh.index, sh.count, sh.cells_total
+        );
+    }
+    if !m.merged_from.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">merged from {} shards: {}</p>",
+            m.merged_from.len(),
+            esc(&m.merged_from.iter().map(|s| s.dir.display().to_string()).collect::<Vec<_>>().join(", "))
+        );
+    }
     let state = if m.interrupted {
         "interrupted (partial)"
     } else if m.complete {
@@ -230,7 +249,7 @@ pub fn render_html(m: &Matrix) -> String {
     };
     let _ = writeln!(
         h,
-        "<p class=\"meta\">started {} · {state} · wall time {} · seeds {} · {} cells, {} mode verdicts: {} pass, {} fail, {} inconclusive, {} observed, {} rig errors · exit code {}</p>",
+        "<p class=\"meta\">started {} · {state} · wall time {} · seeds {} · {} cells, {} mode verdicts: {} pass, {} fail, {} inconclusive, {} observed, {} rig errors · exit code {} · sinkhole {} ({})</p>",
         esc(&m.started),
         human_duration(m.wall_ms),
         esc(&m.seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
@@ -240,8 +259,10 @@ pub fn render_html(m: &Matrix) -> String {
         t.fail,
         t.inconclusive,
         t.observed,
-        t.cells_error,
-        m.exit_code
+        t.cells_error + t.error,
+        m.exit_code,
+        esc(crate::provenance::VERSION),
+        esc(crate::provenance::GIT_COMMIT)
     );
     for v in m.versions() {
         let _ = writeln!(h, "<h2>Kafka {}</h2>", esc(&v));
@@ -344,6 +365,7 @@ fn html_cell(c: &CellResult, mode: SinkMode, report: Option<&str>) -> String {
     let title = format!("expected: {}{met}\n{counts}\n{}", s.expected, s.reason);
     let word = match s.outcome {
         Outcome::Fail => "FAIL",
+        Outcome::Error => "ERROR",
         o => o.name(),
     };
     let small = if s.checked { anomalies(n) } else { String::new() };
@@ -396,6 +418,10 @@ pub fn render_junit(m: &Matrix) -> String {
                         Outcome::Inconclusive => {
                             ss += 1;
                             let _ = writeln!(cases, "      <skipped message=\"{}\"/>", xml(&s.reason));
+                        }
+                        Outcome::Error => {
+                            se += 1;
+                            let _ = writeln!(cases, "      <error message=\"{}\" type=\"rig\"/>", xml(&s.reason));
                         }
                         Outcome::Pass | Outcome::Observed => {
                             let _ = writeln!(cases, "      <system-out>{}</system-out>", xml(&text));

@@ -2,8 +2,10 @@
 //! systems that read JUnit (the de-facto schema of Ant's JUnit task, which
 //! Jenkins, GitLab and GitHub reporters accept).
 //!
-//! - `fail` → `<failure message="reason">` (an expectation not met, a job
-//!   that failed, or the rig failing for that mode);
+//! - `fail` → `<failure message="reason">` (an expectation not met, or a job
+//!   that failed);
+//! - `error` → `<error message="reason" type="rig">`: the rig itself failed
+//!   for that mode, which says nothing about the sink;
 //! - `inconclusive` → `<skipped message="reason">`: the run could not show
 //!   what the scenario tests, which is not a pass;
 //! - `pass` and `observed` → a plain test case.
@@ -39,24 +41,33 @@ pub fn escape(s: &str) -> String {
 pub fn render(s: &Summary) -> String {
     let failures = s.modes.iter().filter(|m| m.outcome == Outcome::Fail).count();
     let skipped = s.modes.iter().filter(|m| m.outcome == Outcome::Inconclusive).count();
+    let errors = s.modes.iter().filter(|m| m.outcome == Outcome::Error).count();
     let time = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
     let total: u64 = s.modes.iter().map(|m| m.wall_ms).sum();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         x,
-        "<testsuites name=\"sinkhole\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\">",
+        "<testsuites name=\"sinkhole\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{}\">",
         s.modes.len(),
         time(total)
     );
     let _ = writeln!(
         x,
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\">",
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{}\">",
         escape(&s.scenario),
         s.modes.len(),
         time(total)
     );
     let _ = writeln!(x, "    <properties>");
-    for (k, v) in [("run_id", s.run_id.as_str()), ("kafka", s.kafka.as_str()), ("seed", &s.seed.to_string())] {
+    let seed = s.seed.to_string();
+    let props = [
+        ("run_id", s.run_id.as_str()),
+        ("kafka", s.kafka.as_str()),
+        ("seed", &seed),
+        ("sinkhole_version", crate::provenance::VERSION),
+        ("sinkhole_git_commit", crate::provenance::GIT_COMMIT),
+    ];
+    for (k, v) in props {
         let _ = writeln!(x, "      <property name=\"{k}\" value=\"{}\"/>", escape(v));
     }
     let _ = writeln!(x, "    </properties>");
@@ -83,6 +94,11 @@ pub fn render(s: &Summary) -> String {
             Outcome::Inconclusive => {
                 let _ = writeln!(x, "{head}>");
                 let _ = writeln!(x, "      <skipped message=\"{}\"/>", escape(&m.reason));
+                let _ = writeln!(x, "    </testcase>");
+            }
+            Outcome::Error => {
+                let _ = writeln!(x, "{head}>");
+                let _ = writeln!(x, "      <error message=\"{}\" type=\"rig\"/>", escape(&m.reason));
                 let _ = writeln!(x, "    </testcase>");
             }
             Outcome::Pass | Outcome::Observed => {
@@ -146,6 +162,9 @@ mod tests {
                 row(SinkMode::AtLeastOnce, Outcome::Observed, None, "no expectation"),
             ],
             exit_code: 1,
+            fail_on_inconclusive: false,
+            started: None,
+            wall_ms: None,
         };
         let x = render(&s);
         assert!(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"sinkhole\" tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"1\""), "{x}");
@@ -170,5 +189,38 @@ mod tests {
         // Well-formed enough: every opened element is closed.
         assert_eq!(x.matches("<testcase ").count(), x.matches("</testcase>").count());
         assert!(x.ends_with("</testsuite>\n</testsuites>\n"));
+        assert!(x.contains(&format!(
+            "<property name=\"sinkhole_git_commit\" value=\"{}\"/>",
+            crate::provenance::GIT_COMMIT
+        )));
+    }
+
+    #[test]
+    fn a_mode_the_rig_failed_is_an_error_not_a_failure() {
+        let mut s = Summary {
+            run_id: "r".into(),
+            scenario: "s".into(),
+            source: "s.yaml".into(),
+            kafka: "4.4.0".into(),
+            seed: 1,
+            dir: "/tmp".into(),
+            modes: vec![row(SinkMode::Legacy, Outcome::Pass, Some(true), "clean as expected")],
+            exit_code: 3,
+            fail_on_inconclusive: false,
+            started: None,
+            wall_ms: None,
+        };
+        s.modes.push(crate::results::summary::rig_failed(
+            SinkMode::Kip939,
+            "clean".into(),
+            "running mode kip939: <boom>",
+        ));
+        let x = render(&s);
+        assert!(x.contains(r#"tests="2" failures="0" errors="1" skipped="0""#), "{x}");
+        assert!(
+            x.contains(r#"<error message="the rig failed: running mode kip939: &lt;boom&gt;" type="rig"/>"#),
+            "{x}"
+        );
+        assert_eq!(x.matches("<failure ").count(), 0);
     }
 }

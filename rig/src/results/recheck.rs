@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 
 use crate::checker::offline::{self, Stored};
+use crate::results::exit::Policy;
 use crate::results::summary::{self, ModeSummary, Summary};
 use crate::verdict::{self, Verdict};
 
-/// Exit 2 (the stored files are the input) or exit 1 (the work, e.g.
+/// Exit 2 (the stored files are the input) or exit 3 (the work, e.g.
 /// writing the new files).
 #[derive(Debug)]
 pub enum RecheckError {
@@ -103,15 +104,19 @@ pub fn recheck_mode(run_dir: &Path, dir: &Path, warn: &mut dyn FnMut(&str)) -> R
 }
 
 /// Re-checks every mode of `dir` (see [`layout`]) and rewrites verdicts,
-/// summary.json, junit.xml and report.html.
-pub fn check_results(dir: &Path, warn: &mut dyn FnMut(&str)) -> Result<Summary, RecheckError> {
+/// summary.json, junit.xml and report.html; the exit code by `policy`. A
+/// mode the rig failed to run has no verdict to re-check: its row (outcome
+/// `error`) stays as the run wrote it, and so exit code 3.
+pub fn check_results(dir: &Path, policy: Policy, warn: &mut dyn FnMut(&str)) -> Result<Summary, RecheckError> {
     let l = layout(dir)?;
     let mut verdicts = Vec::new();
     for m in &l.mode_dirs {
         verdicts.push((recheck_mode(&l.run_dir, m, warn)?, m.join("verdict.json")));
     }
     let mut summary: Summary = if l.has_summary {
-        read_json(&l.run_dir.join("summary.json"))?
+        let mut s: Summary = read_json(&l.run_dir.join("summary.json"))?;
+        s.upgrade();
+        s
     } else {
         let v = &verdicts[0].0;
         Summary {
@@ -123,6 +128,9 @@ pub fn check_results(dir: &Path, warn: &mut dyn FnMut(&str)) -> Result<Summary, 
             dir: l.run_dir.clone(),
             modes: Vec::new(),
             exit_code: 0,
+            fail_on_inconclusive: false,
+            started: None,
+            wall_ms: None,
         }
     };
     for (v, path) in &verdicts {
@@ -141,9 +149,10 @@ pub fn check_results(dir: &Path, warn: &mut dyn FnMut(&str)) -> Result<Summary, 
         }
     }
     summary.dir = l.run_dir.clone();
-    summary.exit_code = summary::exit_code(&summary.modes);
+    summary.fail_on_inconclusive = policy.fail_on_inconclusive;
+    summary.exit_code = summary::exit_code_with(&summary.modes, policy);
     let spath = l.run_dir.join("summary.json");
-    std::fs::write(&spath, serde_json::to_string_pretty(&summary)? + "\n")
+    std::fs::write(&spath, crate::provenance::to_json(&summary)?)
         .with_context(|| format!("writing {}", spath.display()))?;
     crate::results::junit::write(&l.run_dir, &summary)
         .with_context(|| format!("writing junit.xml in {}", l.run_dir.display()))?;

@@ -1,6 +1,6 @@
 //! `results/<run-id>/summary.json` and the table a user reads: one row per
 //! mode, built from the mode's verdict ([`summarize`]), and the run's exit
-//! code ([`exit_code`]). Written by `sinkhole run`, rewritten by
+//! code ([`exit_code`], by the table of [`crate::results::exit`]). Written by `sinkhole run`, rewritten by
 //! `sinkhole check`; the matrix keeps each cell's rows.
 use std::path::PathBuf;
 
@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
 
 use crate::checker;
+use crate::results::exit::{self, Policy};
 use crate::verdict::{self, Outcome, Verdict};
 
 /// One row of the summary.
@@ -47,6 +48,52 @@ pub struct Summary {
     pub dir: PathBuf,
     pub modes: Vec<ModeSummary>,
     pub exit_code: u8,
+    /// Whether `exit_code` counted inconclusive modes as failed (`--fail-on-inconclusive`).
+    #[serde(default)]
+    pub fail_on_inconclusive: bool,
+    /// When the run started (RFC 3339, UTC); absent in runs from before schema 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
+    /// The run's wall time: cluster start to the last mode's verdict; absent before schema 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<u64>,
+}
+
+/// The reason of a row whose mode the rig failed to run.
+pub const RIG_FAILED_PREFIX: &str = "the rig failed: ";
+
+impl Summary {
+    /// The policy `exit_code` was computed with.
+    pub fn policy(&self) -> Policy {
+        Policy { fail_on_inconclusive: self.fail_on_inconclusive }
+    }
+
+    /// Reads rows written before the `error` outcome existed: a row with no
+    /// verdict whose reason says the rig failed was recorded as `fail`; it
+    /// is `error` (the rig's failure, exit 3), not a failure of the sink.
+    pub fn upgrade(&mut self) {
+        for m in &mut self.modes {
+            if m.outcome == Outcome::Fail && m.verdict.is_none() && m.reason.starts_with(RIG_FAILED_PREFIX) {
+                m.outcome = Outcome::Error;
+            }
+        }
+    }
+}
+
+/// The row of a mode the rig could not run through (its runner, checker or
+/// results errored): outcome `error`, no counts, the error as the reason.
+pub fn rig_failed(mode: SinkMode, expected: String, error: &str) -> ModeSummary {
+    ModeSummary {
+        mode,
+        outcome: Outcome::Error,
+        expected_met: None,
+        expected,
+        reason: format!("{RIG_FAILED_PREFIX}{error}"),
+        counts: checker::Counts::default(),
+        verdict: None,
+        wall_ms: 0,
+        checked: false,
+    }
 }
 
 pub fn summarize(v: &Verdict, path: Option<PathBuf>) -> ModeSummary {
@@ -64,13 +111,14 @@ pub fn summarize(v: &Verdict, path: Option<PathBuf>) -> ModeSummary {
 }
 
 /// 0 when every mode met its expectation, was honestly inconclusive or only
-/// observed; 1 when any failed.
+/// observed; 1 when any failed; 3 when the rig failed for one and none failed.
 pub fn exit_code(modes: &[ModeSummary]) -> u8 {
-    if modes.iter().any(|m| m.outcome == Outcome::Fail) {
-        1
-    } else {
-        0
-    }
+    exit_code_with(modes, Policy::default())
+}
+
+/// [`exit_code`] under a policy (`--fail-on-inconclusive`).
+pub fn exit_code_with(modes: &[ModeSummary], policy: Policy) -> u8 {
+    exit::code(modes.iter().map(|m| m.outcome), false, policy)
 }
 
 /// `mode | records | committed | lost | duplicated | outcome | expected`,
@@ -191,6 +239,39 @@ mod tests {
         assert_eq!(exit_code(&rows), 1);
         rows[3].outcome = Outcome::Observed;
         assert_eq!(exit_code(&rows), 0);
+        // --fail-on-inconclusive: kip939's inconclusive fails the run.
+        assert_eq!(exit_code_with(&rows, Policy { fail_on_inconclusive: true }), 1);
+        // The rig failing for a mode: its own outcome and exit 3.
+        rows.push(rig_failed(SinkMode::RdkafkaTxn, "clean".into(), "running mode rdkafka-txn: spawn failed"));
+        assert_eq!(exit_code(&rows), 3);
+        let t = render_table(&rows);
+        assert!(t.lines().any(|l| l.starts_with("rdkafka-txn") && l.contains("| error ")), "{t}");
+        assert!(t.contains("rdkafka-txn: the rig failed: running mode rdkafka-txn: spawn failed"), "{t}");
+    }
+
+    #[test]
+    fn old_rows_of_a_rig_failure_read_as_error() {
+        let old = ModeSummary {
+            outcome: Outcome::Fail,
+            ..rig_failed(SinkMode::Legacy, "clean".into(), "checking mode legacy: drain timed out")
+        };
+        let judged_fail = ModeSummary { reason: "expected clean: 1 lost".into(), ..old.clone() };
+        let mut s = Summary {
+            run_id: "r".into(),
+            scenario: "s".into(),
+            source: "s.yaml".into(),
+            kafka: "4.4.0".into(),
+            seed: 1,
+            dir: "/tmp".into(),
+            modes: vec![old, judged_fail],
+            exit_code: 1,
+            fail_on_inconclusive: false,
+            started: None,
+            wall_ms: None,
+        };
+        s.upgrade();
+        assert_eq!(s.modes[0].outcome, Outcome::Error);
+        assert_eq!(s.modes[1].outcome, Outcome::Fail, "a judged failure stays one");
     }
     #[test]
     fn text_is_the_table_the_latency_lines_and_the_directory() {
@@ -222,6 +303,9 @@ mod tests {
             dir: dir.clone(),
             modes: vec![row(SinkMode::Legacy, Some(vpath)), row(SinkMode::Kip939, None)],
             exit_code: 0,
+            fail_on_inconclusive: false,
+            started: None,
+            wall_ms: None,
         };
         let text = render_text(&s);
         let table = render_table(&s.modes);

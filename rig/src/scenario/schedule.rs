@@ -325,8 +325,8 @@ pub const FILE_NAME: &str = "schedule.json";
 /// Writes `schedule.json` into `dir`.
 pub fn write(dir: &Path, r: &Resolved) -> std::io::Result<PathBuf> {
     let path = dir.join(FILE_NAME);
-    let text = serde_json::to_string_pretty(r).map_err(std::io::Error::other)?;
-    std::fs::write(&path, text + "\n")?;
+    let text = crate::provenance::to_json(r).map_err(std::io::Error::other)?;
+    std::fs::write(&path, text)?;
     Ok(path)
 }
 

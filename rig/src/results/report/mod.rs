@@ -93,8 +93,11 @@ impl RunData {
 /// an error.
 pub fn load(run_dir: &Path) -> anyhow::Result<RunData> {
     let mut problems = Vec::new();
-    let summary: Option<Summary> =
+    let mut summary: Option<Summary> =
         read_opt(&run_dir.join("summary.json"), &mut problems, |t| serde_json::from_str(t).map_err(|e| anyhow!("{e}")));
+    if let Some(s) = summary.as_mut() {
+        s.upgrade();
+    }
     let yaml_path = run_dir.join("scenario.yaml");
     let scenario_yaml = std::fs::read_to_string(&yaml_path).ok();
     let scenario = match &scenario_yaml {
@@ -261,9 +264,10 @@ th{background:#f0f0f0} td.num{text-align:right;font-variant-numeric:tabular-nums
 .mode-head{font-weight:600;font-size:14px;margin-bottom:4px}
 .mode svg{width:100%;height:auto;display:block}
 .badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff}
-.badge.pass{background:#2a8f3c}.badge.fail{background:#c62828}.badge.inconclusive{background:#c98a00}.badge.observed{background:#777}
+.badge.pass{background:#2a8f3c}.badge.fail{background:#c62828}.badge.inconclusive{background:#c98a00}.badge.observed{background:#777}.badge.error{background:#7f0000}
 tr.pass td.outcome{color:#1d6e2b;font-weight:600} tr.fail td.outcome{color:#c62828;font-weight:600}
 tr.inconclusive td.outcome{color:#a06e00;font-weight:600} tr.observed td.outcome{color:#555}
+tr.error td.outcome{color:#7f0000;font-weight:700}
 .reasons li{margin:2px 0;font-size:13px}
 .legend{font-size:12px;color:#444;margin:2px 0 6px}
 .sw{display:inline-block;width:11px;height:11px;vertical-align:-1px;margin:0 3px 0 10px;border:1px solid #0002}

@@ -198,6 +198,9 @@ fn results(tag: &str) -> PathBuf {
         dir: dir.clone(),
         modes: rows,
         exit_code: 0,
+        fail_on_inconclusive: false,
+        started: None,
+        wall_ms: None,
     };
     std::fs::write(dir.join("summary.json"), serde_json::to_string(&summary).unwrap()).unwrap();
     dir
