@@ -140,11 +140,11 @@ pub struct RuleStats {
     pub delayed: u64,
     pub errors_injected: u64,
     pub connections_reset: u64,
-    /// Frames a Throttle paced, and their bytes (absent in results written
-    /// before throttling existed).
-    #[serde(default)]
+    /// Frames a Throttle paced, and their bytes. Left out when zero, so
+    /// the stats of every other rule read and write as they always have.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub throttled: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub throttled_bytes: u64,
     /// Up to 20 descriptions of frames acted on, e.g.
     /// "EndTxn v5 response corr 17 tid sinkhole-x-0-3 worker-0 → broker-2: dropped".
@@ -156,6 +156,10 @@ impl RuleStats {
     pub fn acted(&self) -> bool {
         self.dropped + self.delayed + self.errors_injected + self.connections_reset + self.throttled > 0
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The most samples a rule keeps.
