@@ -170,21 +170,8 @@ mod tests {
     use crate::scenario::When;
     use serde_json::json;
 
-    use crate::scenario::{Fault, Outage, Workers};
-
-    /// A fault of a kind these trigger tests use, with the least it needs.
-    fn spec(kind: FaultKind, when: When) -> FaultSpec {
-        let all = || crate::scenario::Brokers { target: Target::Named(NamedTarget::All) };
-        let fault = match kind {
-            FaultKind::KillWorkers => Fault::KillWorkers(Workers::default()),
-            FaultKind::PauseWorkers => Fault::PauseWorkers(Workers::default()),
-            FaultKind::JobOutage => Fault::JobOutage(Outage::default()),
-            FaultKind::BrokerKill => Fault::BrokerKill(all()),
-            FaultKind::BrokerRestart => Fault::BrokerRestart(all()),
-            other => panic!("no plain {other:?} here"),
-        };
-        FaultSpec::new(fault, when)
-    }
+    use crate::nemesis::triggers::tests::spec;
+    use crate::scenario::Fault;
 
     #[test]
     fn network_faults_map_to_proxy_rules() {

@@ -131,12 +131,12 @@ pub fn event_trigger(event: &JobEvent) -> Trigger {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::scenario::{Brokers, Fault, FaultKind, NamedTarget, Outage, Target, Workers};
 
-    /// A fault of a kind these trigger tests use, with the least it needs.
-    fn spec(kind: FaultKind, when: When) -> FaultSpec {
+    /// A fault of a plain kind, with the least it needs (the nemesis' tests share it).
+    pub(in crate::nemesis) fn spec(kind: FaultKind, when: When) -> FaultSpec {
         let all = || Brokers { target: Target::Named(NamedTarget::All) };
         let fault = match kind {
             FaultKind::KillWorkers => Fault::KillWorkers(Workers::default()),
