@@ -29,7 +29,7 @@ public final class JobArgs implements Serializable {
     public double ratePerSubtask = 0;
     public String tidPrefix;
     public long transactionTimeoutMs = 60_000;
-    /** INCREMENTING or POOLING (TransactionNamingStrategy, connector 4.1+ / 5.x). */
+    /** INCREMENTING or POOLING (TransactionNamingStrategy, connector 4.0+). */
     public String naming = "INCREMENTING";
     public long checkpointIntervalMs = 1_000;
     public long checkpointTimeoutMs = 60_000;

@@ -116,9 +116,9 @@ public final class SinkholeJob {
     }
 
     /**
-     * TransactionNamingStrategy exists from connector 5.0 on; through reflection the same
-     * source builds against 4.0.x and 3.x, whose only naming is {prefix}-{subtask}-{checkpoint}
-     * (what 5.0 calls INCREMENTING). Asking such a connector for POOLING is an error, not a
+     * TransactionNamingStrategy exists from connector 4.0 on; through reflection the same
+     * source builds against 3.x, whose only naming is {prefix}-{subtask}-{checkpoint}
+     * (what 4.0 calls INCREMENTING). Asking such a connector for POOLING is an error, not a
      * silent fallback.
      */
     @SuppressWarnings({"unchecked", "rawtypes"})
@@ -135,7 +135,7 @@ public final class SinkholeJob {
                 return;
             }
             throw new IllegalArgumentException(
-                    "naming " + naming + ": this connector has no TransactionNamingStrategy (connector 5.0+)");
+                    "naming " + naming + ": this connector has no TransactionNamingStrategy (connector 4.0+)");
         }
         try {
             Method set = b.getClass().getMethod("setTransactionNamingStrategy", strategy);
