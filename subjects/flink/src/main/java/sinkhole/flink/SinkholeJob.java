@@ -35,6 +35,7 @@ public final class SinkholeJob {
     /** The operators' uids: state in a checkpoint is matched to operators by these. */
     public static final String SOURCE_UID = "sinkhole-source";
     public static final String SINK_UID = "sinkhole-kafka-sink";
+    public static final String CHECKPOINT_LOG_UID = "sinkhole-checkpoint-log";
 
     private SinkholeJob() {}
 
@@ -59,6 +60,10 @@ public final class SinkholeJob {
 
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "sinkhole-source")
                 .uid(SOURCE_UID)
+                // Chained between source and writer: logs each checkpoint's records per subtask.
+                .map(new CheckpointLog())
+                .name("sinkhole-checkpoint-log")
+                .uid(CHECKPOINT_LOG_UID)
                 .sinkTo(sink)
                 .name("sinkhole-kafka-sink")
                 .uid(SINK_UID);
