@@ -515,6 +515,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
         seed: Some(k.seed),
         results: args.results.clone(),
         json: false,
+        connector_jar: None,
     }
 }
 

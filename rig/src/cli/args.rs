@@ -48,6 +48,10 @@ pub struct RunCmd {
     /// Container image (containers backend), instead of the scenario's `cluster.image`.
     #[arg(long)]
     pub image: Option<String>,
+    /// A contributor's flink-connector-kafka jar for the flink-kafkasink mode, instead of
+    /// the scenario's `flink.connector_jar` (or the released connector).
+    #[arg(long)]
+    pub connector_jar: Option<PathBuf>,
 }
 
 #[derive(Args)]

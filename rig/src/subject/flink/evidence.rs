@@ -110,6 +110,12 @@ pub struct Evidence {
     pub classpath: BTreeMap<usize, bool>,
     /// The connector jar's file name on the classpath (what the `Classpath:` line must hold).
     pub connector_jar_name: String,
+    /// The checkpoint the job's tasks were restored from: a commit of it or an earlier one
+    /// is a recovery commit (KafkaCommitter logs "Committing" before it resumes the producer).
+    pub restored_from: Option<u64>,
+    /// When the tasks were last killed (Unix ms): a line written before it, read after it,
+    /// opens nothing (a restored job's threads have the same names).
+    gone_at_ms: u64,
 }
 
 /// `{prefix}-{subtask}-{n}` (both namings) → subtask.
@@ -148,6 +154,8 @@ impl Evidence {
             loaded: BTreeSet::new(),
             classpath: BTreeMap::new(),
             connector_jar_name,
+            restored_from: None,
+            gone_at_ms: 0,
         }
     }
 
@@ -265,9 +273,12 @@ impl Evidence {
             }
             Event::Committing { tid } => {
                 let checkpoint = self.checkpoint_of(&tid);
+                let restored = self.restored_from.is_some_and(|r| checkpoint <= r);
                 let th = self.threads.entry(r.thread.clone()).or_default();
-                let restored = th.resumed.remove(&tid);
-                th.committing.push((tid.clone(), checkpoint, restored, at));
+                th.resumed.remove(&tid);
+                if r.wall_ms > self.gone_at_ms {
+                    th.committing.push((tid.clone(), checkpoint, restored, at));
+                }
                 let subtask = subtask_of(&tid).unwrap_or(0);
                 let kind = EventKind::CommitStarted { transactional_id: tid.clone(), checkpoint, restored };
                 self.record(at, Source::Worker { subtask }, kind)?;
@@ -397,6 +408,7 @@ impl Evidence {
 
     /// Forgets what was open on the task threads (the tasks were killed: their commits did not return).
     pub fn tasks_gone(&mut self) {
+        self.gone_at_ms = crate::utc::now_ms();
         for th in self.threads.values_mut() {
             th.committing.clear();
             th.prepared = None;

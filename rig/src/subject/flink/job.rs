@@ -291,6 +291,7 @@ impl Loop {
             Err(e) => return Err(e.context("submitting the Flink job")),
         };
         let restored_from = from.as_ref().map(|(n, _)| *n);
+        self.evidence.restored_from = restored_from;
         self.note(format!(
             "Flink job {id} submitted{}",
             from.as_ref().map(|(_, p)| format!(" from the retained checkpoint {p}")).unwrap_or_default()
@@ -317,11 +318,11 @@ impl Loop {
         match self.evidence.on_line(src, line)? {
             Some(Heard::Completed { id }) => {
                 self.completed += 1;
-                let total = self.cfg.job.records_per_subtask * u64::from(self.cfg.job.parallelism);
-                self.progress(&format!("checkpoint {id} complete (attempt {}, {total} records in all)", self.attempt));
+                self.progress(&format!("checkpoint {id} complete (attempt {})", self.attempt));
             }
             Some(Heard::Restored { job, id }) if Some(&job) == self.jobs.last() => {
                 self.restored = Some(id);
+                self.evidence.restored_from = Some(id);
                 if !self.started {
                     self.coord(EventKind::JobStarted { attempt: self.attempt, restored_from: Some(id) })?;
                     self.notice(JobEvent::Started { attempt: self.attempt, restored_from: Some(id) });
@@ -644,11 +645,13 @@ impl Loop {
         };
         let sink = "org.apache.flink.connector.kafka.sink.KafkaSink";
         let loaded: Vec<_> = self.evidence.loaded.iter().filter(|l| l.class == sink).collect();
+        // The JVM names a jar by its real path: the released one through lib/'s symlink.
+        let real = std::fs::canonicalize(&expected.0).unwrap_or_else(|_| expected.0.clone());
         let proven = !loaded.is_empty()
-            && loaded.iter().all(|l| l.sha256 == expected.1 && l.jar.ends_with(&expected.0.display().to_string()));
+            && loaded.iter().all(|l| l.sha256 == expected.1 && l.jar.strip_prefix("file:") == Some(&*real.display().to_string()));
         let classpath = !self.evidence.classpath.is_empty() && self.evidence.classpath.values().all(|h| *h);
         let doc = serde_json::json!({
-            "expected": {"jar": expected.0, "sha256": expected.1, "which": expected.2,
+            "expected": {"jar": expected.0, "real_path": real, "sha256": expected.1, "which": expected.2,
                          "source": self.cfg.connector_jar.as_ref().map(|j| j.path.clone())},
             "loaded": self.evidence.loaded,
             "taskmanager_classpath_holds_it": self.evidence.classpath,

@@ -94,9 +94,10 @@ fn checkpoints_snapshots_and_commits_become_the_rigs_events() {
 #[test]
 fn a_dropped_commit_keeps_the_logged_error_and_counts() {
     let mut f = fixture("drop", Naming::Incrementing);
+    f.ev.restored_from = Some(4);
     f.feed(2, &[
-        "2000 INFO  org.apache.flink.connector.kafka.sink.internal.FlinkKafkaInternalProducer [t1] Attempting to resume transaction sh-r4-1-4 with producerId 15 and epoch 0",
-        &format!("2001 DEBUG {KC} [t1] Committing Kafka transaction sh-r4-1-4"),
+        &format!("2000 DEBUG {KC} [t1] Committing Kafka transaction sh-r4-1-4"),
+        "2001 INFO  org.apache.flink.connector.kafka.sink.internal.FlinkKafkaInternalProducer [t1] Attempting to resume transaction sh-r4-1-4 with producerId 15 and epoch 0",
         &format!("2002 ERROR {KC} [t1] Unable to commit transaction (CommitRequestImpl{{state=RECEIVED, numRetries=0, committable=KafkaCommittable{{producerId=15, epoch=0, transactionalId='sh-r4-1-4', producer=null}}}}) because its producer is already fenced. This means … most likely signals data loss."),
         "org.apache.kafka.common.errors.ProducerFencedException: There is a newer producer with the same transactionalId which fences the current one.",
     ]);
@@ -132,5 +133,22 @@ fn pooling_takes_the_id_the_writer_prepared_and_provenance_is_noted() {
     assert_eq!(f.ev.loaded.len(), 1);
     assert_eq!(f.ev.classpath.get(&1), Some(&true));
     assert!(matches!(&ev[2], EventKind::Note { text } if text.contains("KafkaSink loaded from file:/r/lib/")));
+    std::fs::remove_file(&f.path).unwrap();
+}
+
+#[test]
+fn a_commit_logged_before_the_tasks_were_killed_is_not_settled_by_a_later_job() {
+    let mut f = fixture("stale", Naming::Incrementing);
+    let before = crate::utc::now_ms() - 50;
+    f.ev.tasks_gone();
+    // Read after the kill, written before it: the next job's thread of the same name
+    // must not call it committed.
+    f.feed(1, &[
+        &format!("{before} DEBUG {KC} [{T0}] Committing Kafka transaction sh-r4-0-4"),
+        &format!("{} INFO  sinkhole.flink.CheckpointLog [{T0}] sinkhole checkpoint 5 subtask 0 records 0", before + 10_000),
+    ]);
+    let ev = f.events();
+    assert!(matches!(&ev[0], EventKind::CommitStarted { checkpoint: 4, .. }), "{ev:?}");
+    assert!(!ev.iter().any(|e| matches!(e, EventKind::CommitFinished { .. })), "{ev:?}");
     std::fs::remove_file(&f.path).unwrap();
 }

@@ -121,7 +121,7 @@ fn the_connectors_lines_in_both_packages() {
         Some(Event::CommitRetry { tid: "a-0-3".into() })
     );
     let cp =
-        rec("org.apache.flink.runtime.taskexecutor.TaskManagerRunner", "main", "Classpath: /r/lib/a.jar:/r/lib/b.jar");
+        rec("org.apache.flink.runtime.taskexecutor.TaskManagerRunner", "main", " Classpath: /r/lib/a.jar:/r/lib/b.jar");
     assert_eq!(parse(&cp), Some(Event::Classpath { entries: "/r/lib/a.jar:/r/lib/b.jar".into() }));
     assert_eq!(parse(&rec("org.apache.flink.Other", "t", "Committing Kafka transaction x")), None);
 }
