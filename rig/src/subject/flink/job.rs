@@ -648,7 +648,9 @@ impl Loop {
         // The JVM names a jar by its real path: the released one through lib/'s symlink.
         let real = std::fs::canonicalize(&expected.0).unwrap_or_else(|_| expected.0.clone());
         let proven = !loaded.is_empty()
-            && loaded.iter().all(|l| l.sha256 == expected.1 && l.jar.strip_prefix("file:") == Some(&*real.display().to_string()));
+            && loaded
+                .iter()
+                .all(|l| l.sha256 == expected.1 && l.jar.strip_prefix("file:") == Some(&*real.display().to_string()));
         let classpath = !self.evidence.classpath.is_empty() && self.evidence.classpath.values().all(|h| *h);
         let doc = serde_json::json!({
             "expected": {"jar": expected.0, "real_path": real, "sha256": expected.1, "which": expected.2,

@@ -218,7 +218,9 @@ pub fn parse(l: &LogLine) -> Option<Event> {
             let rest = m.strip_prefix("Encountered retriable exception while committing ")?;
             Some(Event::CommitRetry { tid: rest.trim_end_matches('.').to_string() })
         }
-        "TaskManagerRunner" => m.trim_start().strip_prefix("Classpath: ").map(|c| Event::Classpath { entries: c.to_string() }),
+        "TaskManagerRunner" => {
+            m.trim_start().strip_prefix("Classpath: ").map(|c| Event::Classpath { entries: c.to_string() })
+        }
         _ => None,
     }
 }

@@ -143,10 +143,16 @@ fn a_commit_logged_before_the_tasks_were_killed_is_not_settled_by_a_later_job() 
     f.ev.tasks_gone();
     // Read after the kill, written before it: the next job's thread of the same name
     // must not call it committed.
-    f.feed(1, &[
-        &format!("{before} DEBUG {KC} [{T0}] Committing Kafka transaction sh-r4-0-4"),
-        &format!("{} INFO  sinkhole.flink.CheckpointLog [{T0}] sinkhole checkpoint 5 subtask 0 records 0", before + 10_000),
-    ]);
+    f.feed(
+        1,
+        &[
+            &format!("{before} DEBUG {KC} [{T0}] Committing Kafka transaction sh-r4-0-4"),
+            &format!(
+                "{} INFO  sinkhole.flink.CheckpointLog [{T0}] sinkhole checkpoint 5 subtask 0 records 0",
+                before + 10_000
+            ),
+        ],
+    );
     let ev = f.events();
     assert!(matches!(&ev[0], EventKind::CommitStarted { checkpoint: 4, .. }), "{ev:?}");
     assert!(!ev.iter().any(|e| matches!(e, EventKind::CommitFinished { .. })), "{ev:?}");
