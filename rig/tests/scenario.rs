@@ -542,7 +542,7 @@ fn validate_command_reports_every_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `GOOD` with the flink-kafkasink mode and a flink section of `flink` (line 26).
+/// `GOOD` with the flink-kafkasink mode and a flink section of `flink` (line 23).
 fn with_flink(flink: &str) -> String {
     GOOD.replace("modes: [legacy, kip939]", "modes: [legacy, kip939, flink-kafkasink]") + flink + "\n"
 }
@@ -555,16 +555,16 @@ fn flink_versions_naming_and_connector_jars_are_checked_at_their_field() {
     // The defaults, without a section.
     let d = scenario::from_str(&with_flink(""), "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!((d.flink_spec().version.as_str(), d.flink_spec().taskmanagers), ("2.2.1", 1));
-    one(&with_flink("flink: {version: 2.9}"), 26, "flink.version", "three dot-separated numbers");
+    one(&with_flink("flink: {version: 2.9}"), 23, "flink.version", "three dot-separated numbers");
     one(
         &with_flink("flink: {version: 2.1.0}"),
-        26,
+        23,
         "flink.version",
         "no flink-connector-kafka is known for Flink 2.1.0",
     );
-    one(&with_flink("flink: {version: 2.0.1, connector: 5.0.0-2.2}"), 26, "flink.connector", "built for Flink 2.2");
-    one(&with_flink("flink: {version: 1.20.3, naming: POOLING}"), 26, "flink.naming", "no POOLING naming");
-    one(&with_flink("flink: {taskmanagers: 3}"), 26, "flink.taskmanagers", "some would run no subtask");
+    one(&with_flink("flink: {version: 2.0.1, connector: 5.0.0-2.2}"), 23, "flink.connector", "built for Flink 2.2");
+    one(&with_flink("flink: {version: 1.20.3, naming: POOLING}"), 23, "flink.naming", "no POOLING naming");
+    one(&with_flink("flink: {taskmanagers: 3}"), 23, "flink.taskmanagers", "some would run no subtask");
     let p = problems(&with_flink("flink: {naming: pooled}"));
     assert_eq!(p[0].field, "flink.naming", "{p:?}");
     let dir = std::env::temp_dir().join(format!("sinkhole-scenario-jar-{}", std::process::id()));
@@ -573,10 +573,10 @@ fn flink_versions_naming_and_connector_jars_are_checked_at_their_field() {
     let t = with_flink("flink: {connector_jar: notes.jar}");
     let e = scenario::from_str(&t, dir.join("s.yaml").to_str().unwrap()).unwrap_err();
     let p = &e.problems()[0];
-    assert_eq!((p.line, p.field.as_str()), (26, "flink.connector_jar"), "{p}");
+    assert_eq!((p.line, p.field.as_str()), (23, "flink.connector_jar"), "{p}");
     assert!(p.message.contains("not a flink-connector-kafka jar") && p.message.contains("KafkaSink.class"), "{p}");
     let _ = std::fs::remove_dir_all(&dir);
-    one(&(GOOD.to_string() + "flink: {version: 2.2.1}\n"), 26, "flink", "modes has no flink-kafkasink");
+    one(&(GOOD.to_string() + "flink: {version: 2.2.1}\n"), 23, "flink", "modes has no flink-kafkasink");
 }
 
 #[test]

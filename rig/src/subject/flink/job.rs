@@ -32,7 +32,7 @@ const BOOT_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
-    Booting { deadline: Instant },
+    Booting { since: Instant, deadline: Instant },
     Running,
     Down { until: Instant, all: bool },
     Done,
@@ -216,6 +216,8 @@ impl Loop {
 
     /// Starts the JobManager and, with `all`, every TaskManager; then waits (in ticks) for them.
     fn boot(&mut self, all: bool) -> anyhow::Result<()> {
+        // Start-to-ready counts from here: BashJavaUtils (the first time) and the JVMs' starts.
+        let since = Instant::now();
         let pid = self.cluster.start(Role::JobManager)?;
         self.coord(EventKind::WorkerStarted { subtask: self.tms(), pid, attempt: self.attempt })?;
         if all {
@@ -223,7 +225,7 @@ impl Loop {
                 self.start_tm(k)?;
             }
         }
-        self.phase = Phase::Booting { deadline: Instant::now() + BOOT_TIMEOUT };
+        self.phase = Phase::Booting { since, deadline: Instant::now() + BOOT_TIMEOUT };
         Ok(())
     }
 
@@ -383,11 +385,17 @@ impl Loop {
         }
         match self.phase {
             Phase::Down { until, all } if now >= until => self.boot(all)?,
-            Phase::Booting { deadline } => {
+            Phase::Booting { since, deadline } => {
                 if let Ok(o) = self.rest.overview().await {
                     let slots =
                         u64::from(crate::scenario::flink::slots_per_taskmanager(self.cfg.job.parallelism, self.tms()));
                     if o.taskmanagers >= u64::from(self.tms()) && o.slots_total >= slots * u64::from(self.tms()) {
+                        let s = since.elapsed().as_secs_f64();
+                        self.note(format!(
+                            "Flink cluster ready in {s:.1} s (/overview: {} TaskManagers, {} slots)",
+                            o.taskmanagers, o.slots_total
+                        ))?;
+                        self.progress(&format!("Flink cluster ready in {s:.1} s"));
                         self.submit().await?;
                         return Ok(());
                     }
