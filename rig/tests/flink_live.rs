@@ -130,11 +130,13 @@ fn flink_pids(history: &Path) -> Vec<ProcessId> {
         .collect()
 }
 
-/// Starts a long run and waits until its JobManager and TaskManager are up.
+/// Starts a long run and waits until its JobManager and TaskManager are up; the caller
+/// signals and waits for the rig.
+#[allow(clippy::zombie_processes)]
 fn run_until_flink_is_up(dir: &Path, name: &str) -> (std::process::Child, Vec<ProcessId>) {
     let file = scenario(dir, name, 100_000, "");
     let results = dir.join("results");
-    let child = Command::new(common::bin())
+    let mut child = Command::new(common::bin())
         .args(["run", file.to_str().unwrap(), "--results", results.to_str().unwrap(), "--seed", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -142,7 +144,11 @@ fn run_until_flink_is_up(dir: &Path, name: &str) -> (std::process::Child, Vec<Pr
         .unwrap();
     let t0 = Instant::now();
     loop {
-        assert!(t0.elapsed() < Duration::from_secs(120), "the Flink cluster did not start");
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the Flink cluster did not start");
+        }
         std::thread::sleep(Duration::from_millis(200));
         let Some(run) = std::fs::read_dir(&results).ok().and_then(|mut r| r.find_map(|e| e.ok())) else { continue };
         let pids = flink_pids(&run.path().join("flink-kafkasink/history.jsonl"));

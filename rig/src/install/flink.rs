@@ -111,8 +111,8 @@ pub enum FlinkError {
     #[error("cannot download Flink {flink} / flink-connector-kafka {connector}: mvn cannot reach Maven Central: {line}\n  check the network, or the proxy and mirror settings in ~/.m2/settings.xml; full mvn log: {}", log.display())]
     Unreachable { flink: String, connector: String, line: String, log: PathBuf },
 
-    #[error("mvn failed ({status}) while {doing} (Flink {flink}, flink-connector-kafka {connector}); last lines of its output:\n{tail}\nfull mvn log: {}", log.display())]
-    MavenFailed { doing: &'static str, flink: String, connector: String, status: String, tail: String, log: PathBuf },
+    #[error("mvn failed while {doing} ({what}): {detail}\nfull mvn log: {}", log.display())]
+    MavenFailed { doing: &'static str, what: String, detail: String, log: PathBuf },
 
     #[error("Flink {flink} with flink-connector-kafka {connector} is not installed (looked in {}{}); run `sinkhole setup --flink {flink} --connector {connector}`", home.display(), incomplete.as_ref().map(|r| format!(": an earlier install there is incomplete, {r}")).unwrap_or_default())]
     NotInstalled { flink: String, connector: String, home: PathBuf, incomplete: Option<String> },
@@ -454,10 +454,12 @@ pub fn install_in(
     if !jars.iter().any(|j| j.name == connector_jar) {
         return Err(FlinkError::MavenFailed {
             doing: "resolving the cluster classpath",
-            flink: flink.into(),
-            connector: connector.into(),
-            status: "success, but lib/ has no connector jar".into(),
-            tail: tail_of(&run.output),
+            what: format!("Flink {flink}, flink-connector-kafka {connector}"),
+            detail: format!(
+                "it reported success, but lib/ has no connector jar; last lines of its output:
+{}",
+                tail_of(&run.output)
+            ),
             log,
         });
     }
@@ -526,10 +528,13 @@ fn classify(
     }
     FlinkError::MavenFailed {
         doing,
-        flink: flink.into(),
-        connector: connector.into(),
-        status: super::maven::describe_status(status),
-        tail: tail_of(output),
+        what: format!("Flink {flink}, flink-connector-kafka {connector}"),
+        detail: format!(
+            "{}; last lines of its output:
+{}",
+            super::maven::describe_status(status),
+            tail_of(output)
+        ),
         log: log.to_path_buf(),
     }
 }
