@@ -2,6 +2,10 @@
 #   make run    installs what is missing, starts a local Kafka, runs the FLIP-319 comparison
 #   make test   installs what is missing, runs unit and integration tests against real brokers
 KAFKA ?= 4.4.0
+# The Flink subject (flink-kafkasink mode): one Flink release and its connector, installed by
+# `make setup` and `make test` (cached per version in ~/.cache/sinkhole/flink/).
+FLINK ?= 2.2.1
+CONNECTOR ?= 5.0.0-2.2
 # Versions the integration tests need (the probe test also runs 4.0.2).
 TEST_KAFKA ?= 4.4.0,4.0.2
 CARGO ?= cargo
@@ -16,7 +20,7 @@ build: deps
 	$(CARGO) build --release --bin sinkhole
 
 setup: build
-	$(BIN) setup --kafka $(KAFKA)
+	$(BIN) setup --kafka $(KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
 
 # The default comparison: legacy vs twopc-inject vs kip939 through an outage
 # longer than the transaction timeout, on a local 1-broker cluster.
@@ -42,7 +46,7 @@ bench-checker: build
 NIGHTLY_KAFKA ?= 4.4.0
 NIGHTLY_ARGS ?=
 nightly: build
-	$(BIN) setup --kafka $(NIGHTLY_KAFKA)
+	$(BIN) setup --kafka $(NIGHTLY_KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
 	$(BIN) matrix scenarios --kafka $(NIGHTLY_KAFKA) $(NIGHTLY_ARGS)
 
 # Render the newest run's report.html in headless Chromium (results/report.png, not in git).
@@ -55,7 +59,7 @@ test: deps
 	scripts/check-layers.sh --self-test
 	scripts/check-layers.sh
 	$(CARGO) build --bin sinkhole
-	target/debug/sinkhole setup --kafka $(TEST_KAFKA)
+	target/debug/sinkhole setup --kafka $(TEST_KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
 	scripts/podman-service.sh run scripts/test-summary.sh --workspace
 
 clippy:

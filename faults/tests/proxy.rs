@@ -162,6 +162,9 @@ fn classify_reads_worker_ids_from_the_right() {
     assert_eq!(classify("sinkhole-faults"), Peer::Other("sinkhole-faults".into()));
     assert_eq!(classify("sinkhole--1-2"), Peer::Other("sinkhole--1-2".into()));
     assert_eq!(classify(""), Peer::Other(String::new()));
+    // The Flink subject's producers: `producer-` + KafkaSink's first transactional id.
+    assert_eq!(classify("producer-sinkhole-4ce5a1b2-flink-kafkasink-1-4"), Peer::Worker(1));
+    assert_eq!(classify("producer-7"), Peer::Other("producer-7".into()));
     // Inter-node client ids of Kafka 4.4.0 (see `broker_id` in the proxy).
     assert_eq!(classify("2"), Peer::Broker(2));
     assert_eq!(classify("raft-client-3"), Peer::Broker(3));

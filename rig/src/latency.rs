@@ -196,9 +196,15 @@ impl Latencies {
                         }
                     }
                 }
-                EventKind::TxnPrecommitted { flush_us, .. } => l.series(Metric::PreCommit).record(e.wall_ms, *flush_us),
+                // Flink logs neither a pre-commit's nor a commit's duration: the Flink
+                // subject's events carry none, and none is recorded for it.
+                EventKind::TxnPrecommitted { flush_us, .. } if mode.rig_job() => {
+                    l.series(Metric::PreCommit).record(e.wall_ms, *flush_us)
+                }
                 EventKind::CommitFinished { latency_us, outcome, .. } => {
-                    l.series(Metric::Commit).record(e.wall_ms, *latency_us);
+                    if mode.rig_job() {
+                        l.series(Metric::Commit).record(e.wall_ms, *latency_us);
+                    }
                     recovered = mode.transactional() && *outcome == CommitOutcome::Committed;
                 }
                 EventKind::CheckpointTriggered { id } => {

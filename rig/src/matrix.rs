@@ -601,6 +601,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
         results: args.results.clone(),
         json: false,
         fail_on_inconclusive: args.fail_on_inconclusive,
+        connector_jar: None,
     }
 }
 

@@ -41,6 +41,8 @@ pub struct RunArgs {
     pub json: bool,
     /// `--fail-on-inconclusive`: the summary's exit code counts inconclusive modes as failed.
     pub fail_on_inconclusive: bool,
+    /// flink-kafkasink: a contributor's connector jar instead of the scenario's.
+    pub connector_jar: Option<PathBuf>,
 }
 
 /// Exit 2 (the input) or exit 3 (the rig failed: the cluster did not start, a file could not be written).
@@ -127,6 +129,14 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
             return Err(RunError::BadInput(anyhow!("--kafka takes one version, got {}", v.join(","))));
         }
         s.cluster.kafka = v[0].clone();
+    }
+    if let Some(jar) = &args.connector_jar {
+        let f = s.flink.get_or_insert_with(Default::default);
+        f.connector_jar = Some(std::path::absolute(jar).unwrap_or_else(|_| jar.clone()));
+        crate::install::flink::check_connector_jar(jar).map_err(|e| RunError::BadInput(e.into()))?;
+    } else if let Some(f) = s.flink.as_mut() {
+        // A jar named relative to the scenario file, as validation read it.
+        f.connector_jar = f.connector_jar_in(&args.file).map(|j| std::path::absolute(&j).unwrap_or(j));
     }
     let seed = args.seed.unwrap_or_else(rand::random);
     // The random schedule becomes plain faults here, before any mode runs:

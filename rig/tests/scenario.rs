@@ -541,3 +541,51 @@ fn validate_command_reports_every_file() {
     assert_eq!(v[1]["problems"][0]["line"], 19);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `GOOD` with the flink-kafkasink mode and a flink section of `flink` (line 23).
+fn with_flink(flink: &str) -> String {
+    GOOD.replace("modes: [legacy, kip939]", "modes: [legacy, kip939, flink-kafkasink]") + flink + "\n"
+}
+
+#[test]
+fn flink_versions_naming_and_connector_jars_are_checked_at_their_field() {
+    let ok = scenario::from_str(&with_flink("flink: {version: 2.2.1, naming: POOLING, taskmanagers: 2}"), "f.yaml")
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(ok.flink_spec().connector(), "5.0.0-2.2");
+    // The defaults, without a section.
+    let d = scenario::from_str(&with_flink(""), "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!((d.flink_spec().version.as_str(), d.flink_spec().taskmanagers), ("2.2.1", 1));
+    one(&with_flink("flink: {version: 2.9}"), 23, "flink.version", "three dot-separated numbers");
+    one(
+        &with_flink("flink: {version: 2.1.0}"),
+        23,
+        "flink.version",
+        "no flink-connector-kafka is known for Flink 2.1.0",
+    );
+    one(&with_flink("flink: {version: 2.0.1, connector: 5.0.0-2.2}"), 23, "flink.connector", "built for Flink 2.2");
+    one(&with_flink("flink: {version: 1.20.3, naming: POOLING}"), 23, "flink.naming", "no POOLING naming");
+    one(&with_flink("flink: {taskmanagers: 3}"), 23, "flink.taskmanagers", "some would run no subtask");
+    let p = problems(&with_flink("flink: {naming: pooled}"));
+    assert_eq!(p[0].field, "flink.naming", "{p:?}");
+    let dir = std::env::temp_dir().join(format!("sinkhole-scenario-jar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.jar"), b"PK\x03\x04 nothing of Flink's").unwrap();
+    let t = with_flink("flink: {connector_jar: notes.jar}");
+    let e = scenario::from_str(&t, dir.join("s.yaml").to_str().unwrap()).unwrap_err();
+    let p = &e.problems()[0];
+    assert_eq!((p.line, p.field.as_str()), (23, "flink.connector_jar"), "{p}");
+    assert!(p.message.contains("not a flink-connector-kafka jar") && p.message.contains("KafkaSink.class"), "{p}");
+    let _ = std::fs::remove_dir_all(&dir);
+    one(&(GOOD.to_string() + "flink: {version: 2.2.1}\n"), 23, "flink", "modes has no flink-kafkasink");
+}
+
+#[test]
+fn flink_workers_are_the_taskmanagers_and_then_the_jobmanager() {
+    let t = with_flink("flink: {taskmanagers: 1}")
+        .replace("  - kind: job-outage\n", "  - kind: kill-workers\n    target: [1]\n")
+        .replace("    duration_ms: 12000\n", "");
+    scenario::from_str(&t, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    let t = t.replace("target: [1]", "target: [2]");
+    let p = problems(&t);
+    assert!(p[0].message.contains("worker 2 does not exist (valid: 0..=1)"), "{p:?}");
+}

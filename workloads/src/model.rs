@@ -28,11 +28,20 @@ pub enum SinkMode {
     RdkafkaTxn,
     /// Idempotent, non-transactional, flush at checkpoint: a negative control.
     AtLeastOnce,
+    /// Apache Flink's own `KafkaSink` (flink-connector-kafka, `EXACTLY_ONCE`) on a real Flink
+    /// cluster: the rig's Flink subject. No `sinkhole worker` runs it.
+    FlinkKafkasink,
 }
 
 impl SinkMode {
-    pub const ALL: [SinkMode; 5] =
-        [SinkMode::Legacy, SinkMode::Kip939, SinkMode::TwopcInject, SinkMode::RdkafkaTxn, SinkMode::AtLeastOnce];
+    pub const ALL: [SinkMode; 6] = [
+        SinkMode::Legacy,
+        SinkMode::Kip939,
+        SinkMode::TwopcInject,
+        SinkMode::RdkafkaTxn,
+        SinkMode::AtLeastOnce,
+        SinkMode::FlinkKafkasink,
+    ];
 
     pub fn name(&self) -> &'static str {
         match self {
@@ -41,6 +50,7 @@ impl SinkMode {
             SinkMode::TwopcInject => "twopc-inject",
             SinkMode::RdkafkaTxn => "rdkafka-txn",
             SinkMode::AtLeastOnce => "at-least-once",
+            SinkMode::FlinkKafkasink => "flink-kafkasink",
         }
     }
 
@@ -51,7 +61,13 @@ impl SinkMode {
     /// Whether the mode commits in two phases (pre-commit at the checkpoint,
     /// commit on notification).
     pub fn two_phase(&self) -> bool {
-        matches!(self, SinkMode::Legacy | SinkMode::Kip939 | SinkMode::TwopcInject)
+        matches!(self, SinkMode::Legacy | SinkMode::Kip939 | SinkMode::TwopcInject | SinkMode::FlinkKafkasink)
+    }
+
+    /// Whether the rig's own job (coordinator and `sinkhole worker` processes) runs the mode;
+    /// `flink-kafkasink` runs on a Flink cluster instead.
+    pub fn rig_job(&self) -> bool {
+        !matches!(self, SinkMode::FlinkKafkasink)
     }
 
     /// Whether records are written in Kafka transactions at all.

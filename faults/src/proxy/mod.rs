@@ -636,9 +636,16 @@ impl Proxy {
 }
 
 /// The source of a connection, from the client id of its first request.
-/// Sink workers use `sinkhole-<mode>-<subtask>-<attempt>`.
+/// Sink workers use `sinkhole-<mode>-<subtask>-<attempt>`; the Flink subject's producers
+/// `producer-sinkhole-<run>-flink-kafkasink-<subtask>-<n>`.
 pub fn classify(client_id: &str) -> Peer {
     if let Some(w) = worker_subtask(client_id) {
+        return Peer::Worker(w);
+    }
+    // The Flink subject's producers: Kafka's Java client names a transactional producer
+    // `producer-<its first transactional id>`, and KafkaSink's ids are
+    // `sinkhole-<run>-flink-kafkasink-<subtask>-<n>`: subtask s's producers are worker s.
+    if let Some(w) = client_id.strip_prefix("producer-").and_then(worker_subtask) {
         return Peer::Worker(w);
     }
     if let Some(b) = broker_id(client_id) {

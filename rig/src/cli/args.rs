@@ -10,6 +10,17 @@ pub struct SetupArgs {
     /// Comma-separated Kafka versions, e.g. 4.4.0,4.0.2.
     #[arg(long, default_value = DEFAULT_KAFKA)]
     pub kafka: String,
+    /// Also install this Flink release's cluster classpath and the Flink subject's job
+    /// (`flink-kafkasink` mode), e.g. 2.2.1.
+    #[arg(long)]
+    pub flink: Option<String>,
+    /// The flink-connector-kafka release for --flink (default: the one known for that Flink, e.g. 5.0.0-2.2).
+    #[arg(long, requires = "flink")]
+    pub connector: Option<String>,
+    /// A contributor's connector jar to check (it replaces the released one in a run's
+    /// cluster classpath; scenarios name it as flink.connector_jar).
+    #[arg(long)]
+    pub connector_jar: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -40,6 +51,10 @@ pub struct RunCmd {
     /// Count an inconclusive mode as failed (exit 1), for jobs that want every mode judged.
     #[arg(long)]
     pub fail_on_inconclusive: bool,
+    /// A contributor's flink-connector-kafka jar for the flink-kafkasink mode, instead of
+    /// the scenario's `flink.connector_jar` (or the released connector).
+    #[arg(long)]
+    pub connector_jar: Option<PathBuf>,
 }
 
 #[derive(Args)]

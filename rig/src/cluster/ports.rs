@@ -32,6 +32,18 @@ fn free_port(taken: &BTreeSet<u16>) -> Result<u16, PortError> {
     Err(PortError::NoneFree("the kernel kept returning ports already chosen".into()))
 }
 
+/// `n` distinct free loopback ports (a Flink cluster's RPC, REST and blob ports).
+pub fn free_ports(n: usize) -> Result<Vec<u16>, PortError> {
+    let mut taken = BTreeSet::new();
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let p = free_port(&taken)?;
+        taken.insert(p);
+        out.push(p);
+    }
+    Ok(out)
+}
+
 /// Whether `port` can be bound on loopback now.
 pub fn is_free(port: u16) -> bool {
     TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok()

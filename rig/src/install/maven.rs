@@ -60,15 +60,33 @@ pub(super) struct MvnRun {
     pub(super) output: String,
 }
 
-/// Runs mvn in `work`, writing its merged output to `log` and reporting download progress.
+/// The goals and properties of a Kafka install's mvn run: the runtime classpath into `libs/`.
+pub(super) fn kafka_goals(work: &Path) -> Vec<String> {
+    vec![
+        "dependency:copy-dependencies".to_string(),
+        format!("-DoutputDirectory={}", work.join("libs").display()),
+        "-DincludeScope=runtime".to_string(),
+    ]
+}
+
+/// Runs mvn with `goals` on `work/pom.xml`, writing its merged output to `log` (appended
+/// when `append`, so one install's several runs share a log) and reporting download progress.
 pub(super) fn run_mvn(
     mvn: &Path,
     work: &Path,
     repo: Option<&Path>,
     log: &Path,
+    goals: &[String],
+    append: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<MvnRun, InstallError> {
-    let mut log_file = fs::File::create(log).map_err(io_err(format!("cannot create {}", log.display())))?;
+    let mut log_file = fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(log)
+        .map_err(io_err(format!("cannot create {}", log.display())))?;
     let mut cmd = Command::new(mvn);
     cmd.current_dir(work)
         // -U: re-check artifacts whose earlier download failed (Maven caches failures for a day)
@@ -76,14 +94,7 @@ pub(super) fn run_mvn(
     if let Some(repo) = repo {
         cmd.arg(format!("-Dmaven.repo.local={}", repo.display()));
     }
-    cmd.args([
-        "dependency:copy-dependencies",
-        &format!("-DoutputDirectory={}", work.join("libs").display()),
-        "-DincludeScope=runtime",
-    ])
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    cmd.args(goals).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let _ = writeln!(log_file, "$ {}", describe_command(&cmd));
     let (mut child, id) = procs::spawn(cmd, Lifetime::Owned).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
@@ -221,16 +232,23 @@ pub(super) fn classify_mvn_output(version: &str, output: &str) -> MvnFailure {
         format!("{KAFKA_GROUP}:{KAFKA_CORE_ARTIFACT}:jar:{version}"),
         format!("{KAFKA_GROUP}:{KAFKA_CORE_ARTIFACT}:pom:{version}"),
     ];
+    classify_missing(&wanted, output)
+}
+
+/// [`classify_mvn_output`] for any artifacts: `wanted` are Maven coordinates as Maven prints
+/// them in a "not found" line (`group:artifact:jar:version`); the first one found missing wins
+/// over network trouble.
+pub(super) fn classify_missing(wanted: &[String], output: &str) -> MvnFailure {
     for line in output.lines().rev() {
         for marker in ["Could not find artifact ", "Failure to find "] {
-            for art in &wanted {
+            for art in wanted {
                 let needle = format!("{marker}{art}");
                 if let Some(at) = line.find(&needle) {
                     return MvnFailure::UnknownVersion(relevant_part(&line[at..]));
                 }
             }
         }
-        for art in &wanted {
+        for art in wanted {
             let needle = format!("{art} was not found in ");
             if let Some(at) = line.find(&needle) {
                 return MvnFailure::UnknownVersion(relevant_part(&line[at..]));

@@ -36,12 +36,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::procs;
 
+pub mod flink;
 mod maven;
 #[cfg(test)]
 mod tests;
 mod workdir;
 
-use maven::{artifacts, classify_failure, describe_status, pom_xml, run_mvn};
+use maven::{artifacts, classify_failure, describe_status, kafka_goals, pom_xml, run_mvn};
 pub use workdir::is_kafka_uuid;
 use workdir::{
     list_jars, lock_version, prune_slf4j_bindings, remove_stale_work_dirs, smoke_test, unique, write_file,
@@ -677,7 +678,7 @@ pub fn install_in(cache: &Path, version: &str, progress: &mut dyn FnMut(&str)) -
         repo.as_ref().map(|r| r.display().to_string()).unwrap_or_else(|| "~/.m2/repository, Maven's default".into())
     ));
     let mvn_started = Instant::now();
-    let run = run_mvn(&mvn, work.path(), repo.as_deref(), &log, progress)?;
+    let run = run_mvn(&mvn, work.path(), repo.as_deref(), &log, &kafka_goals(work.path()), false, progress)?;
     if !run.status.success() {
         return Err(classify_failure(version, &run.output, run.status, &log));
     }

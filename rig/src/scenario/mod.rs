@@ -21,6 +21,7 @@ pub mod broker_config;
 pub mod fault;
 mod fault_serde;
 mod fields;
+pub mod flink;
 pub mod load;
 mod located;
 pub mod schedule;
@@ -32,6 +33,7 @@ pub use fault::{
     Bandwidth, Blackhole, Brokers, Delay, Family, Fault, FaultKind, FaultSpec, Frames, FramesDelay, FramesError,
     KindInfo, Link, Loss, Need, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling, Workers,
 };
+pub use flink::{FlinkSpec, Naming};
 pub use load::{from_str, load, ScenarioError};
 pub use located::Problem;
 pub use values::*;
@@ -57,6 +59,9 @@ pub struct Scenario {
     pub schedule: Option<RandomSchedule>,
     #[serde(default)]
     pub expect: BTreeMap<SinkMode, Expectation>,
+    /// The Flink cluster of the `flink-kafkasink` mode (defaults when the mode runs without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flink: Option<FlinkSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -428,6 +433,11 @@ pub fn count_key(c: CountName) -> &'static str {
 }
 
 impl Scenario {
+    /// The `flink:` section, or its defaults.
+    pub fn flink_spec(&self) -> FlinkSpec {
+        self.flink.clone().unwrap_or_default()
+    }
+
     /// Whether the cluster gets the rig's proxy: `cluster.proxy` when set,
     /// else exactly when a fault (explicit, or from the resolved random
     /// schedule, which is in `faults` by then) is a network or protocol fault.

@@ -140,6 +140,17 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         }
     }
 
+    // flink
+    let flink_mode = s.modes.contains(&SinkMode::FlinkKafkasink);
+    if let Some(f) = &s.flink {
+        if !flink_mode {
+            bad(vec![key("flink")], "a flink section, but modes has no flink-kafkasink".into());
+        }
+        for (path, message) in super::flink::validate(f, file, j.parallelism) {
+            bad(path, message);
+        }
+    }
+
     // expect
     for (m, e) in &s.expect {
         let path = vec![key("expect"), key(m.name())];
@@ -345,6 +356,16 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
             }
             Some(Target::Ids(_)) if k == FaultKind::JobOutage => {
                 bad(tp, "job-outage stops every worker: leave target out (or write all)".into())
+            }
+            // flink-kafkasink's workers: TaskManagers 0..taskmanagers, then the JobManager.
+            Some(Target::Ids(ids)) if s.modes.contains(&SinkMode::FlinkKafkasink) && k != FaultKind::JobOutage => {
+                let jm = i64::from(s.flink_spec().taskmanagers);
+                let hi = if whose == "acts on workers" {
+                    jm.max(i64::from(j.parallelism) - 1)
+                } else {
+                    i64::from(j.parallelism) - 1
+                };
+                check_ids(bad, &tp, ids, 0, hi, "worker")
             }
             Some(Target::Ids(ids)) => check_ids(bad, &tp, ids, 0, i64::from(j.parallelism) - 1, "subtask"),
         }

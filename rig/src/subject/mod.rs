@@ -3,11 +3,12 @@
 //!
 //! Jepsen keeps its nemesis ignorant of the database it breaks: it acts on
 //! nodes and processes, and learns what happened from the history. sinkhole
-//! does the same with the job that writes to Kafka. Today the subject is the
-//! rig's own job ([`rig_job`]: a checkpoint coordinator in this process and
-//! one `sinkhole worker` process per subtask); a real Flink cluster running
-//! Flink's `KafkaSink` plugs in by implementing the same [`Subject`] trait and
-//! sending the same [`Notice`]s, with no change to the nemesis.
+//! does the same with the job that writes to Kafka. There are two subjects:
+//! the rig's own job ([`rig_job`]: a checkpoint coordinator in this process and
+//! one `sinkhole worker` process per subtask), and a real Flink cluster running
+//! Flink's `KafkaSink` ([`flink`]), which plugs in by implementing the same
+//! [`Subject`] trait and sending the same [`Notice`]s, with no change to the
+//! nemesis.
 //!
 //! What crosses the boundary, and nothing else:
 //! - **the job's processes**: signals to chosen workers ([`Subject::signal`])
@@ -34,7 +35,19 @@ use tokio::sync::oneshot;
 
 pub use crate::history::fault::WorkerHit;
 
+pub mod flink;
 pub mod rig_job;
+
+/// How a job ended, as its subject saw it.
+#[derive(Debug, Clone)]
+pub struct JobReport {
+    pub job: crate::history::JobOutcome,
+    pub attempts: u32,
+    pub checkpoints_completed: u64,
+    /// Committables the sink logged and dropped (legacy's silent loss; KafkaCommitter's log lines).
+    pub committables_dropped: u64,
+    pub wall_ms: u64,
+}
 
 /// A moment of the job a fault can be triggered by.
 #[derive(Debug, Clone, PartialEq, Eq)]

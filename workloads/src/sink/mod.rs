@@ -118,6 +118,11 @@ impl AnySink {
             }
             SinkMode::RdkafkaTxn => AnySink::RdkafkaTxn(Box::new(RdkafkaTxnSink::new(config)?)),
             SinkMode::AtLeastOnce => AnySink::AtLeastOnce(Box::new(AtLeastOnceSink::new(config)?)),
+            SinkMode::FlinkKafkasink => {
+                return Err(SinkError::Failed(
+                    "flink-kafkasink runs on a Flink cluster, never in a sinkhole worker".into(),
+                ))
+            }
         })
     }
 }

@@ -54,16 +54,7 @@ pub struct JobConfig {
     pub sink_listener: Option<crate::cluster::SinkListener>,
 }
 
-/// How the job ended, as the coordinator saw it.
-#[derive(Debug, Clone)]
-pub struct JobReport {
-    pub job: crate::history::JobOutcome,
-    pub attempts: u32,
-    pub checkpoints_completed: u64,
-    /// Committables the sink logged and dropped (legacy's silent loss).
-    pub committables_dropped: u64,
-    pub wall_ms: u64,
-}
+pub use super::JobReport;
 
 /// What the nemesis asks of the coordinator (through [`Handle`]).
 #[derive(Debug)]

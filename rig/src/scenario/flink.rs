@@ -1,0 +1,133 @@
+//! The `flink:` section: which Flink, connector and naming strategy the `flink-kafkasink`
+//! mode runs, and on how many TaskManagers; and its checks, each at its field.
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::located::{key, Seg};
+use crate::install::flink as dist;
+
+/// `flink: {version, connector, connector_jar, naming, taskmanagers}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlinkSpec {
+    /// The Flink release (Maven Central's module jars): 1.20.x or 2.x.
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// flink-connector-kafka, built for `version` (default: the one known for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connector: Option<String>,
+    /// A contributor's connector jar, in place of the released one on the cluster's
+    /// classpath; relative to the scenario file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connector_jar: Option<PathBuf>,
+    /// KafkaSink's `TransactionNamingStrategy` (connector 4.0+).
+    #[serde(default)]
+    pub naming: Naming,
+    /// TaskManager processes; the job's subtasks are spread over their slots.
+    #[serde(default = "one")]
+    pub taskmanagers: u32,
+}
+
+impl Default for FlinkSpec {
+    fn default() -> FlinkSpec {
+        FlinkSpec {
+            version: default_version(),
+            connector: None,
+            connector_jar: None,
+            naming: Naming::default(),
+            taskmanagers: 1,
+        }
+    }
+}
+
+impl FlinkSpec {
+    /// The connector release: the scenario's, else the one known for the Flink version.
+    pub fn connector(&self) -> String {
+        self.connector
+            .clone()
+            .or_else(|| dist::default_connector(&self.version).map(str::to_string))
+            .unwrap_or_else(|| dist::DEFAULT_CONNECTOR.to_string())
+    }
+
+    /// `connector_jar` resolved against the scenario file's directory.
+    pub fn connector_jar_in(&self, scenario_file: &Path) -> Option<PathBuf> {
+        let jar = self.connector_jar.as_ref()?;
+        Some(match scenario_file.parent() {
+            Some(dir) if jar.is_relative() => dir.join(jar),
+            _ => jar.clone(),
+        })
+    }
+}
+
+/// KafkaSink's transactional-id naming (`TransactionNamingStrategy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Naming {
+    /// `{prefix}-{subtask}-{checkpoint}`: checkpoint n's transaction has its own id.
+    #[default]
+    Incrementing,
+    /// `{prefix}-{subtask}-{k}` from a small pool, reused (connector 4.0+).
+    Pooling,
+}
+
+impl Naming {
+    pub fn name(self) -> &'static str {
+        match self {
+            Naming::Incrementing => "INCREMENTING",
+            Naming::Pooling => "POOLING",
+        }
+    }
+}
+
+fn default_version() -> String {
+    dist::DEFAULT_FLINK.to_string()
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The most TaskManagers a scenario may start (each is a JVM of about 350 MB here).
+pub const MAX_TASKMANAGERS: u32 = 8;
+
+/// Problems of the section: (path, message). `file` is the scenario's, for a relative jar.
+pub(super) fn validate(f: &FlinkSpec, file: &str, parallelism: u32) -> Vec<(Vec<Seg>, String)> {
+    let mut out = Vec::new();
+    let at = |field: &str| vec![key("flink"), key(field)];
+    let connector = f.connector();
+    match dist::check_flink_version(&f.version) {
+        Err(e) => out.push((at("version"), e.to_string())),
+        Ok(_) if f.connector.is_none() && dist::default_connector(&f.version).is_none() => out.push((
+            at("version"),
+            format!("no flink-connector-kafka is known for Flink {}: name one in flink.connector", f.version),
+        )),
+        Ok(_) => {
+            if let Err(e) = dist::check_versions(&f.version, &connector) {
+                out.push((at(if f.connector.is_some() { "connector" } else { "version" }), e.to_string()));
+            }
+        }
+    }
+    if let Err(e) = dist::check_naming(&connector, f.naming.name()) {
+        out.push((at("naming"), e));
+    }
+    if let Some(jar) = f.connector_jar_in(Path::new(file)) {
+        if let Err(e) = dist::check_connector_jar(&jar) {
+            out.push((at("connector_jar"), e.to_string()));
+        }
+    }
+    if f.taskmanagers < 1 || f.taskmanagers > MAX_TASKMANAGERS {
+        out.push((at("taskmanagers"), format!("{}: use 1 to {MAX_TASKMANAGERS}", f.taskmanagers)));
+    } else if f.taskmanagers > parallelism {
+        out.push((
+            at("taskmanagers"),
+            format!("{} TaskManagers for parallelism {parallelism}: some would run no subtask", f.taskmanagers),
+        ));
+    }
+    out
+}
+
+/// Slots per TaskManager: the job's subtasks spread over every TaskManager.
+pub fn slots_per_taskmanager(parallelism: u32, taskmanagers: u32) -> u32 {
+    parallelism.div_ceil(taskmanagers.max(1)).max(1)
+}
