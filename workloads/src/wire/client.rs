@@ -105,6 +105,10 @@ pub(super) enum Target<'a> {
     /// KRaft controller), else any broker.
     Controller,
     Coordinator(&'a str),
+    /// The coordinator of a key of another FindCoordinator key type: a
+    /// group's ([`KEY_TYPE_GROUP`](super::find_coordinator::KEY_TYPE_GROUP))
+    /// or a share-partition's ([`KEY_TYPE_SHARE`](super::find_coordinator::KEY_TYPE_SHARE)).
+    KeyedCoordinator(i8, &'a str),
 }
 
 /// One request kind, described for [`Client::call`].
@@ -237,6 +241,11 @@ pub(super) fn check_answered<K: Ord>(
     Ok(())
 }
 
+/// The coordinator-cache key of a transactional id.
+pub(super) fn txn_key(transactional_id: &str) -> (i8, String) {
+    (KEY_TYPE_TRANSACTION, transactional_id.to_string())
+}
+
 pub(super) fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
@@ -272,8 +281,8 @@ pub struct Client {
     /// Node id → advertised address (from the last Metadata).
     pub(super) addrs: BTreeMap<i32, BrokerInfo>,
     pub(super) conns: BTreeMap<i32, BrokerConn>,
-    /// Transactional id → coordinator node id.
-    pub(super) coordinators: HashMap<String, i32>,
+    /// (FindCoordinator key type, key) → coordinator node id.
+    pub(super) coordinators: HashMap<(i8, String), i32>,
     /// Requests sent and error-code retries since the last [`Client::take_counts`].
     counts: RequestCounts,
 }
@@ -371,12 +380,12 @@ impl Client {
 
     /// The cached coordinator of a transactional id, if looked up.
     pub fn cached_coordinator(&self, transactional_id: &str) -> Option<i32> {
-        self.coordinators.get(transactional_id).copied()
+        self.coordinators.get(&txn_key(transactional_id)).copied()
     }
 
     /// Forgets a cached coordinator; the next request looks it up again.
     pub fn forget_coordinator(&mut self, transactional_id: &str) {
-        self.coordinators.remove(transactional_id);
+        self.coordinators.remove(&txn_key(transactional_id));
     }
 
     /// Closes the connection to a broker (it is reopened on next use).
@@ -521,13 +530,13 @@ impl Client {
 
     /// After a transport error: forget what may be stale and refresh the
     /// broker list (best effort; the retry will find out if it is still bad).
-    pub(super) async fn after_transport_error(&mut self, node: Option<i32>, transactional_id: Option<&str>) {
+    pub(super) async fn after_transport_error(&mut self, node: Option<i32>, coordinator_key: Option<(i8, &str)>) {
         if let Some(node) = node {
             self.conns.remove(&node);
             self.coordinators.retain(|_, c| *c != node);
         }
-        if let Some(tid) = transactional_id {
-            self.coordinators.remove(tid);
+        if let Some((key_type, key)) = coordinator_key {
+            self.coordinators.remove(&(key_type, key.to_string()));
         }
         if let Err(e) = self.refresh_brokers().await {
             debug!(error = %e, "metadata refresh after a transport error failed");
@@ -552,14 +561,16 @@ impl Client {
                 }
             }
             Target::Coordinator(tid) => Ok(self.coordinator_for(tid).await?.node_id),
+            Target::KeyedCoordinator(key_type, key) => Ok(self.coordinator_of(key_type, key).await?.node_id),
         }
     }
 
     /// Sends one request kind with the retry rules of the module docs.
     pub(super) async fn call<T>(&mut self, c: &Call<'_, T>) -> Result<Reply<T>, WireError> {
         let mut retry = Retrier::fixed(c.api, &self.config);
-        let tid = match c.target {
-            Target::Coordinator(tid) => Some(tid),
+        let coordinator_key = match c.target {
+            Target::Coordinator(tid) => Some((KEY_TYPE_TRANSACTION, tid)),
+            Target::KeyedCoordinator(key_type, key) => Some((key_type, key)),
             _ => None,
         };
         loop {
@@ -577,7 +588,7 @@ impl Client {
             let (node, version, body) = match attempt {
                 Ok(r) => r,
                 Err(e) if !c.once && (e.is_connection_error() || matches!(e, WireError::NoBrokerReachable { .. })) => {
-                    self.after_transport_error(node_used, tid).await;
+                    self.after_transport_error(node_used, coordinator_key).await;
                     retry.backoff(e).await?;
                     continue;
                 }
@@ -599,7 +610,10 @@ impl Client {
                 CoordinatorAction::RediscoverAndRetry => {
                     match c.target {
                         Target::Coordinator(tid) => {
-                            self.coordinators.remove(tid);
+                            self.coordinators.remove(&txn_key(tid));
+                        }
+                        Target::KeyedCoordinator(key_type, key) => {
+                            self.coordinators.remove(&(key_type, key.to_string()));
                         }
                         Target::Controller => {
                             if let Err(e) = self.refresh_brokers().await {

@@ -52,6 +52,9 @@ pub struct PartitionInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicInfo {
     pub name: String,
+    /// The topic id (KIP-516; nil below Metadata v10). Share groups name
+    /// topics by id only (ShareFetch, ShareGroupHeartbeat assignments).
+    pub topic_id: uuid::Uuid,
     /// e.g. UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist.
     pub error: Option<KafkaCode>,
     pub partitions: Vec<PartitionInfo>,
@@ -74,6 +77,11 @@ impl ClusterMetadata {
 
     pub fn topic(&self, name: &str) -> Option<&TopicInfo> {
         self.topics.iter().find(|t| t.name == name)
+    }
+
+    /// The topic with id `id` (never the nil id).
+    pub fn topic_by_id(&self, id: uuid::Uuid) -> Option<&TopicInfo> {
+        self.topics.iter().find(|t| !id.is_nil() && t.topic_id == id)
     }
 }
 
@@ -117,6 +125,7 @@ fn convert_metadata(resp: MetadataResponse) -> ClusterMetadata {
             .into_iter()
             .map(|t| TopicInfo {
                 name: t.name.map(|n| n.0.to_string()).unwrap_or_default(),
+                topic_id: t.topic_id,
                 error: KafkaCode::from_code(t.error_code),
                 partitions: t
                     .partitions
