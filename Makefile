@@ -2,8 +2,8 @@
 #   make run    installs what is missing, starts a local Kafka, runs the FLIP-319 comparison
 #   make test   installs what is missing, runs unit and integration tests against real brokers
 KAFKA ?= 4.4.0
-# Versions the integration tests need (the probe test also runs 4.0.2).
-TEST_KAFKA ?= 4.4.0,4.0.2
+# Versions the integration tests need (the probe test also runs 4.2.0 and 4.0.2).
+TEST_KAFKA ?= 4.4.0,4.2.0,4.0.2
 CARGO ?= cargo
 BIN := target/release/sinkhole
 

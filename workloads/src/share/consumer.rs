@@ -519,3 +519,41 @@ impl ShareConsumer {
         drop(self.heartbeat.take());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_epochs_count_up_wrap_to_one_and_reset_to_zero() {
+        let mut s = Session::default();
+        assert_eq!(s.epoch, 0, "the first request opens a session");
+        s.next_epoch();
+        s.partitions.insert((Uuid::from_u128(1), 0));
+        assert_eq!(s.epoch, 1);
+        s.epoch = i32::MAX;
+        s.next_epoch();
+        assert_eq!(s.epoch, 1, "ShareRequestMetadata.nextEpoch wraps to 1, never 0");
+        s.reset();
+        assert_eq!(s.epoch, 0);
+        assert!(s.partitions.is_empty(), "a new session lists every partition again");
+    }
+
+    #[test]
+    fn member_ids_look_like_kafka_uuids_and_differ() {
+        let (a, b) = (random_member_id(), random_member_id());
+        assert_eq!(a.len(), 22);
+        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'), "{a}");
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn defaults_follow_the_java_share_consumer() {
+        let c = ShareConsumerConfig::new("g", &["t"]);
+        assert_eq!(c.max_records, 500);
+        assert_eq!(c.max_wait, Duration::from_millis(500));
+        assert_eq!(c.min_bytes, 1);
+        assert_eq!(c.max_bytes, 50 * 1024 * 1024);
+        assert_eq!(c.acquire_mode, AcquireMode::BatchOptimized);
+    }
+}
