@@ -3,7 +3,7 @@
 //! `SINKHOLE_TEST_BOOTSTRAP`, which must allow a 1000 ms record lock).
 //!
 //! 1. Fault-free: N records, two members of one group read and acknowledge
-//!    (ACCEPT) them; every record is delivered exactly once, and at the end
+//!    (ACCEPT) them under a 15 s lock; every record is delivered exactly once, and at the end
 //!    the group's own view (DescribeShareGroupOffsets, ReadShareGroupState)
 //!    says nothing is left.
 //! 2. A member that fetches and never acknowledges: after the acquisition lock
@@ -38,7 +38,13 @@ const SHARE_BROKER_CONFIG: &[(&str, &str)] = &[
     ("group.share.heartbeat.interval.ms", "1000"),
 ];
 
+/// The lock of the redelivery case: the lowest the broker allows.
 const LOCK_MS: u64 = 1000;
+
+/// The lock of the fault-free case: long enough that no acknowledgement of a
+/// slow round on a loaded machine arrives after it (then a record would be
+/// delivered twice for reasons the case is not about).
+const FAULT_FREE_LOCK_MS: u64 = 15_000;
 
 fn unique(prefix: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
@@ -78,9 +84,9 @@ fn produce(bootstrap: &[String], topic: &str, partitions: i32, n: usize) {
 
 /// A group whose share-partitions start at the earliest offset (the default
 /// `latest` would skip what was produced before the first member joined),
-/// with the test's lock; waits until the broker shows the settings.
-async fn prepare_group(client: &mut Client, group: &str) {
-    let lock = LOCK_MS.to_string();
+/// with a lock of `lock_ms`; waits until the broker shows the settings.
+async fn prepare_group(client: &mut Client, group: &str, lock_ms: u64) {
+    let lock = lock_ms.to_string();
     client
         .alter_group_configs(
             group,
@@ -167,7 +173,7 @@ async fn share_groups_deliver_once_and_redeliver_after_the_lock() {
     admin.create_topic(&topic, 2, 1, &[]).await.expect("topic");
     produce(&bootstrap, &topic, 2, N);
     let group = unique("share-g");
-    prepare_group(&mut admin, &group).await;
+    prepare_group(&mut admin, &group, FAULT_FREE_LOCK_MS).await;
     let mut a = join(&bootstrap, config(&group, &topic, 16)).await;
     let mut b = join(&bootstrap, config(&group, &topic, 16)).await;
     let mut seen: BTreeMap<String, Vec<(String, i16)>> = BTreeMap::new();
@@ -224,7 +230,7 @@ async fn share_groups_deliver_once_and_redeliver_after_the_lock() {
     admin.create_topic(&topic, 1, 1, &[]).await.expect("topic");
     produce(&bootstrap, &topic, 1, M);
     let group = unique("share-lock-g");
-    prepare_group(&mut admin, &group).await;
+    prepare_group(&mut admin, &group, LOCK_MS).await;
     let mut silent = join(&bootstrap, config(&group, &topic, M as i32)).await;
     let mut held: Vec<ShareRecord> = vec![];
     let started = Instant::now();
