@@ -6,8 +6,8 @@ KAFKA ?= 4.4.0
 # `make setup` and `make test` (cached per version in ~/.cache/sinkhole/flink/).
 FLINK ?= 2.2.1
 CONNECTOR ?= 5.0.0-2.2
-# Versions the integration tests need (the probe test also runs 4.0.2).
-TEST_KAFKA ?= 4.4.0,4.0.2
+# Versions the integration tests need (the probe test also runs 4.2.0 and 4.0.2).
+TEST_KAFKA ?= 4.4.0,4.2.0,4.0.2
 CARGO ?= cargo
 BIN := target/release/sinkhole
 

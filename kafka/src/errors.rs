@@ -53,6 +53,15 @@ impl KafkaCode {
     pub const PRODUCER_FENCED: KafkaCode = KafkaCode(90);
     pub const TRANSACTIONAL_ID_NOT_FOUND: KafkaCode = KafkaCode(105);
     pub const TRANSACTION_ABORTABLE: KafkaCode = KafkaCode(120);
+    // Share groups (KIP-932): the codes the share consumer acts on.
+    pub const UNKNOWN_MEMBER_ID: KafkaCode = KafkaCode(25);
+    pub const GROUP_ID_NOT_FOUND: KafkaCode = KafkaCode(69);
+    pub const UNKNOWN_TOPIC_ID: KafkaCode = KafkaCode(100);
+    pub const FENCED_MEMBER_EPOCH: KafkaCode = KafkaCode(110);
+    pub const INVALID_RECORD_STATE: KafkaCode = KafkaCode(121);
+    pub const SHARE_SESSION_NOT_FOUND: KafkaCode = KafkaCode(122);
+    pub const INVALID_SHARE_SESSION_EPOCH: KafkaCode = KafkaCode(123);
+    pub const SHARE_SESSION_LIMIT_REACHED: KafkaCode = KafkaCode(133);
 
     /// `None` for 0 (no error), else the code.
     pub fn from_code(code: i16) -> Option<KafkaCode> {
@@ -258,6 +267,14 @@ mod tests {
             (KafkaCode::NOT_CONTROLLER, "NOT_CONTROLLER"),
             (KafkaCode::INVALID_REQUEST, "INVALID_REQUEST"),
             (KafkaCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
+            (KafkaCode::UNKNOWN_MEMBER_ID, "UNKNOWN_MEMBER_ID"),
+            (KafkaCode::GROUP_ID_NOT_FOUND, "GROUP_ID_NOT_FOUND"),
+            (KafkaCode::UNKNOWN_TOPIC_ID, "UNKNOWN_TOPIC_ID"),
+            (KafkaCode::FENCED_MEMBER_EPOCH, "FENCED_MEMBER_EPOCH"),
+            (KafkaCode::INVALID_RECORD_STATE, "INVALID_RECORD_STATE"),
+            (KafkaCode::SHARE_SESSION_NOT_FOUND, "SHARE_SESSION_NOT_FOUND"),
+            (KafkaCode::INVALID_SHARE_SESSION_EPOCH, "INVALID_SHARE_SESSION_EPOCH"),
+            (KafkaCode::SHARE_SESSION_LIMIT_REACHED, "SHARE_SESSION_LIMIT_REACHED"),
         ] {
             assert_eq!(c.name(), name);
         }

@@ -91,10 +91,42 @@ pub fn skip_tagged_fields(b: &[u8], pos: &mut usize) -> Option<()> {
     Some(())
 }
 
+/// A UUID as Kafka writes it in text (Java's `Uuid.toString`): the 16 bytes
+/// in URL-safe base64 without padding, 22 characters. Topic ids take this
+/// form in the share coordinator's key (`FindCoordinatorRequest.json` v6)
+/// and member ids are generated in it (`Uuid.randomUuid().toString()`).
+pub fn uuid_to_kafka_string(bytes: &[u8; 16]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(22);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        // 3 bytes → 4 characters; the last 1-byte chunk → 2 characters.
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use bytes::BytesMut;
+
+    #[test]
+    fn uuids_print_as_kafka_prints_them() {
+        // Java: new Uuid(0L, 1L).toString() and Uuid.ZERO_UUID.toString().
+        let mut one = [0u8; 16];
+        one[15] = 1;
+        assert_eq!(uuid_to_kafka_string(&one), "AAAAAAAAAAAAAAAAAAAAAQ");
+        assert_eq!(uuid_to_kafka_string(&[0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
+        // URL-safe alphabet: 0xFB 0xFF → "-_" characters, never '+' or '/'.
+        let s = uuid_to_kafka_string(&[0xFB, 0xFF, 0xBF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF]);
+        assert_eq!(s.len(), 22);
+        assert!(s.starts_with("-_-_") && !s.contains('+') && !s.contains('/'), "{s}");
+        assert!(s.ends_with("_w"), "{s}");
+    }
 
     #[test]
     fn varint_encoding() {

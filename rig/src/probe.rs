@@ -19,10 +19,20 @@
 //!    abort the answer is `null`, never a guess.
 //! 5. Every transaction the probe opened is aborted at the end, so no hanging
 //!    transaction is left behind to pin the last stable offset.
+//!
+//! Share groups (KIP-932; docs/PROTOCOL.md §6) are read from ApiVersions too:
+//! the `share.version` feature (its supported range needs ApiVersions v4: below
+//! it a broker leaves out features whose lowest level is 0, KAFKA-17011), the
+//! ShareGroupHeartbeat / ShareFetch / ShareAcknowledge versions, and whether
+//! API key 93 is advertised — the key the KIP-1289 draft gives its
+//! `TxnShareAcknowledge`. The wire carries keys, not names: Kafka 4.4.0 already
+//! uses 93 for `StreamsGroupTopologyDescriptionUpdate`, so an advertised 93 is
+//! reported as such and never taken for transactional acknowledgements.
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
 use serde::Serialize;
+use sinkhole_workloads::wire::api_versions::{fetch_api_versions_from, ApiVersionsInfo, API_VERSIONS_FEATURES_VERSION};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use sinkhole_workloads::wire::connection::Connection;
 use sinkhole_workloads::wire::error::{KafkaCode, WireError};
@@ -56,6 +66,28 @@ pub struct Evidence {
     pub at_ms: u64,
 }
 
+/// What the broker offers for share groups (all from ApiVersions).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ShareSupport {
+    /// `share.version` levels the broker supports (ApiVersions v4), `[min, max]`.
+    pub share_version_supported: Option<(i16, i16)>,
+    /// The finalized `share.version`: ≥ 1 means share groups are on.
+    pub share_version_finalized: Option<i16>,
+    /// Advertised `[min, max]` versions, `null` when not advertised.
+    pub share_group_heartbeat: Option<(i16, i16)>,
+    pub share_fetch: Option<(i16, i16)>,
+    pub share_acknowledge: Option<(i16, i16)>,
+    /// Share groups usable: `share.version` finalized ≥ 1 and the three APIs advertised.
+    pub enabled: bool,
+    /// Versions of API key 93 if advertised.
+    pub api_93: Option<(i16, i16)>,
+    /// `TxnShareAcknowledge` (KIP-1289 draft, key 93): `false` when key 93 is
+    /// not advertised; `null` when it is, since the key alone does not name
+    /// the API (see `api_93_note`).
+    pub txn_share_acknowledge: Option<bool>,
+    pub api_93_note: String,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeReport {
     pub bootstrap: String,
@@ -71,8 +103,64 @@ pub struct ProbeReport {
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms` of the coordinator, if readable.
     pub abort_scan_interval_ms: Option<u64>,
     pub topic: String,
+    pub share_groups: ShareSupport,
     pub evidence: Vec<Evidence>,
     pub elapsed_ms: u64,
+}
+
+/// The API key the KIP-1289 draft gives `TxnShareAcknowledge`.
+pub const TXN_SHARE_ACKNOWLEDGE_DRAFT_KEY: i16 = 93;
+
+/// Share-group support from the ApiVersions answers: `info` (the client's,
+/// v3) and `v4` (asked again at v4 for the supported feature ranges).
+pub fn share_support(info: &ApiVersionsInfo, v4: Option<&ApiVersionsInfo>) -> ShareSupport {
+    let range = |k: ApiKey| info.range(k);
+    let finalized = info.feature_level("share.version");
+    let supported = v4.and_then(|v| v.supported_features.get("share.version").copied());
+    let (hb, fetch, ack) =
+        (range(ApiKey::ShareGroupHeartbeat), range(ApiKey::ShareFetch), range(ApiKey::ShareAcknowledge));
+    let api_93 = info.ranges.get(&TXN_SHARE_ACKNOWLEDGE_DRAFT_KEY).copied();
+    let streams = info.supported_features.contains_key("streams.version")
+        || v4.is_some_and(|v| v.supported_features.contains_key("streams.version"));
+    let (txn_share_acknowledge, api_93_note) = match api_93 {
+        None => (Some(false), "API key 93 is not advertised: no TxnShareAcknowledge".to_string()),
+        Some((lo, hi)) => (
+            None,
+            format!(
+                "API key 93 is advertised (v{lo}..v{hi}); Kafka 4.4.0 assigns key 93 to \
+                 StreamsGroupTopologyDescriptionUpdate{}, so the key alone does not mean \
+                 TxnShareAcknowledge (the KIP-1289 draft's number is taken)",
+                if streams { " (this broker supports streams.version)" } else { "" }
+            ),
+        ),
+    };
+    ShareSupport {
+        share_version_supported: supported,
+        share_version_finalized: finalized,
+        share_group_heartbeat: hb,
+        share_fetch: fetch,
+        share_acknowledge: ack,
+        enabled: finalized.unwrap_or(0) >= 1 && hb.is_some() && fetch.is_some() && ack.is_some(),
+        api_93,
+        txn_share_acknowledge,
+        api_93_note,
+    }
+}
+
+/// ApiVersions v4 on a connection of its own to a broker of the cluster.
+async fn api_versions_v4(client: &Client) -> Result<ApiVersionsInfo, WireError> {
+    let addr = client
+        .cached_metadata()
+        .brokers
+        .first()
+        .map(|b| b.addr())
+        .ok_or_else(|| WireError::NoBrokerReachable { tried: vec![], last: "no broker in the metadata".into() })?;
+    let mut conn = Connection::connect(&addr, "sinkhole-probe", Duration::from_secs(5)).await?;
+    fetch_api_versions_from(&mut conn, Duration::from_secs(5), API_VERSIONS_FEATURES_VERSION).await
+}
+
+fn range_text(r: Option<(i16, i16)>) -> String {
+    r.map(|(lo, hi)| format!("v{lo}..v{hi}")).unwrap_or_else(|| "not advertised".into())
 }
 
 pub struct ProbeOptions {
@@ -202,6 +290,25 @@ pub async fn run(opts: ProbeOptions) -> Result<ProbeReport, WireError> {
             info.ranges.get(&(ApiKey::InitProducerId as i16)).map(|r| r.0).unwrap_or(-1),
             info.max_version(ApiKey::EndTxn).unwrap_or(-1)
         ),
+    );
+
+    let v4 = api_versions_v4(&client).await;
+    let share_groups = share_support(&info, v4.as_ref().ok());
+    log.add(
+        "share-groups",
+        format!("ApiVersions v{API_VERSIONS_FEATURES_VERSION} (supported feature ranges)"),
+        match &v4 {
+            Ok(_) => format!(
+                "share.version supported {}, finalized {}; ShareGroupHeartbeat {}, ShareFetch {}, ShareAcknowledge {}; {}",
+                share_groups.share_version_supported.map(|(lo, hi)| format!("{lo}..{hi}")).unwrap_or_else(|| "-".into()),
+                share_groups.share_version_finalized.map(|v| v.to_string()).unwrap_or_else(|| "-".into()),
+                range_text(share_groups.share_group_heartbeat),
+                range_text(share_groups.share_fetch),
+                range_text(share_groups.share_acknowledge),
+                share_groups.api_93_note
+            ),
+            Err(e) => format!("not answered ({e}); supported ranges unknown"),
+        },
     );
 
     let topic = format!("sinkhole-probe-{}", suffix());
@@ -430,6 +537,7 @@ pub async fn run(opts: ProbeOptions) -> Result<ProbeReport, WireError> {
         timeout_abort_observed,
         abort_scan_interval_ms: scan_interval,
         topic,
+        share_groups,
         evidence: log.evidence,
         elapsed_ms: started.elapsed().as_millis() as u64,
     })
@@ -482,6 +590,33 @@ pub fn render_table(r: &ProbeReport) -> String {
         if r.timeout_abort_observed { "yes (the broker's abort scan ran during the probe)" } else { "not observed" }
             .into(),
     ));
+    let s = &r.share_groups;
+    rows.push((
+        "share groups (KIP-932)",
+        format!(
+            "{}; share.version finalized {}, supported {}",
+            if s.enabled { "enabled" } else { "NOT enabled" },
+            s.share_version_finalized.map(|v| v.to_string()).unwrap_or_else(|| "-".into()),
+            s.share_version_supported.map(|(lo, hi)| format!("{lo}..{hi}")).unwrap_or_else(|| "unknown".into()),
+        ),
+    ));
+    rows.push((
+        "ShareGroupHeartbeat / ShareFetch / ShareAcknowledge",
+        format!(
+            "{} / {} / {}",
+            range_text(s.share_group_heartbeat),
+            range_text(s.share_fetch),
+            range_text(s.share_acknowledge)
+        ),
+    ));
+    rows.push((
+        "TxnShareAcknowledge (API 93)",
+        match s.txn_share_acknowledge {
+            Some(false) => "no: API key 93 is not advertised".to_string(),
+            Some(true) => "yes".to_string(),
+            None => format!("undetermined: {}", s.api_93_note),
+        },
+    ));
     rows.push(("probe took", format!("{:.1} s", r.elapsed_ms as f64 / 1000.0)));
     let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut out = String::new();
@@ -489,4 +624,55 @@ pub fn render_table(r: &ProbeReport) -> String {
         out.push_str(&format!("{k:<w$}  {v}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn info(
+        ranges: &[(i16, (i16, i16))],
+        finalized: &[(&str, i16)],
+        supported: &[(&str, (i16, i16))],
+    ) -> ApiVersionsInfo {
+        ApiVersionsInfo {
+            ranges: ranges.iter().copied().collect(),
+            supported_features: supported.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            finalized_features: finalized.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+            finalized_features_epoch: 1,
+        }
+    }
+
+    /// The 4.4.0 answers measured (docs/PROTOCOL.md §6): share.version 0..2 finalized 2,
+    /// key 93 advertised v0 (StreamsGroupTopologyDescriptionUpdate).
+    #[test]
+    fn share_support_of_a_4_4_broker() {
+        let v3 = info(&[(76, (1, 1)), (78, (1, 2)), (79, (1, 2)), (93, (0, 0))], &[("share.version", 2)], &[]);
+        let v4 = info(&[], &[], &[("share.version", (0, 2)), ("streams.version", (0, 1))]);
+        let s = share_support(&v3, Some(&v4));
+        assert!(s.enabled);
+        assert_eq!(s.share_version_supported, Some((0, 2)));
+        assert_eq!(s.share_fetch, Some((1, 2)));
+        assert_eq!(s.api_93, Some((0, 0)));
+        assert_eq!(s.txn_share_acknowledge, None, "an advertised 93 is not taken for TxnShareAcknowledge");
+        assert!(s.api_93_note.contains("StreamsGroupTopologyDescriptionUpdate"), "{}", s.api_93_note);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["share_fetch"], serde_json::json!([1, 2]));
+        assert!(json["txn_share_acknowledge"].is_null());
+    }
+
+    #[test]
+    fn share_support_without_share_groups_or_key_93() {
+        // 4.2.0: share.version 0..1 finalized 1, no key 93.
+        let v3 = info(&[(76, (1, 1)), (78, (1, 2)), (79, (1, 2))], &[("share.version", 1)], &[]);
+        let s = share_support(&v3, None);
+        assert!(s.enabled);
+        assert_eq!(s.share_version_supported, None, "unknown without ApiVersions v4");
+        assert_eq!(s.txn_share_acknowledge, Some(false));
+        // Not finalized (e.g. share.version 0): not enabled even with the APIs.
+        let off = info(&[(76, (1, 1)), (78, (1, 2)), (79, (1, 2))], &[("share.version", 0)], &[]);
+        assert!(!share_support(&off, None).enabled);
+        assert!(!share_support(&info(&[], &[("share.version", 1)], &[]), None).enabled);
+    }
 }

@@ -41,6 +41,11 @@ fn check_contract(v: &Value) -> (bool, bool) {
     if !e2pc {
         assert!(v["survives_timeout"].is_null(), "{v}");
     }
+    // Share groups: a bool, and TxnShareAcknowledge known absent or undetermined.
+    let share = &v["share_groups"];
+    assert!(share["enabled"].is_boolean(), "{share}");
+    assert!(share["txn_share_acknowledge"].is_null() || share["txn_share_acknowledge"] == false, "{share}");
+    assert_eq!(share["api_93"].is_null(), share["txn_share_acknowledge"] == false, "{share}");
     // Every answer has evidence behind it.
     assert!(v["evidence"].as_array().is_some_and(|e| e.len() >= 3), "{v}");
     (e2pc, keep)
@@ -54,6 +59,17 @@ fn probe_kafka_4_4_0() {
     // 4.4.0 with unstable APIs enabled advertises InitProducerId v6.
     assert_eq!(v["init_producer_id_max_version"], 6, "{v}");
     assert_eq!(v["broker_version"]["release"], "4.4.0");
+    // Share groups on by default (share.version finalized 2 of 0..2); key 93
+    // is advertised, but 4.4.0 uses it for StreamsGroupTopologyDescriptionUpdate.
+    let share = &v["share_groups"];
+    assert_eq!(share["enabled"], true, "{share}");
+    assert_eq!(share["share_version_finalized"], 2, "{share}");
+    assert_eq!(share["share_version_supported"], serde_json::json!([0, 2]), "{share}");
+    assert_eq!(share["share_fetch"], serde_json::json!([1, 2]), "{share}");
+    assert_eq!(share["share_acknowledge"], serde_json::json!([1, 2]), "{share}");
+    assert_eq!(share["share_group_heartbeat"], serde_json::json!([1, 1]), "{share}");
+    assert_eq!(share["api_93"], serde_json::json!([0, 0]), "{share}");
+    assert!(share["txn_share_acknowledge"].is_null(), "{share}");
     if e2pc {
         // A known answer about survival needs the control abort to have happened.
         if !v["survives_timeout"].is_null() {
@@ -71,4 +87,20 @@ fn probe_kafka_4_0_2() {
     assert_eq!(v["init_producer_id_max_version"], 5, "{v}");
     assert!(!e2pc && !keep, "{v}");
     assert!(v["enable2pc"]["error"].as_str().unwrap().contains("max v5"), "{v}");
+}
+
+#[test]
+fn probe_kafka_4_2_0() {
+    let _turn = common::serial();
+    let v = probe("4.2.0");
+    check_contract(&v);
+    // 4.2: share groups generally available (share.version 0..1, finalized 1),
+    // and API key 93 not yet assigned.
+    let share = &v["share_groups"];
+    assert_eq!(share["enabled"], true, "{share}");
+    assert_eq!(share["share_version_finalized"], 1, "{share}");
+    assert_eq!(share["share_version_supported"], serde_json::json!([0, 1]), "{share}");
+    assert_eq!(share["share_fetch"], serde_json::json!([1, 2]), "{share}");
+    assert!(share["api_93"].is_null(), "{share}");
+    assert_eq!(share["txn_share_acknowledge"], false, "{share}");
 }

@@ -23,6 +23,12 @@ pub struct NodeAddr {
 /// Kafka's transactions system test runs them), topic auto-creation is off so a
 /// typo in a topic name fails loudly, and the internal topics get fewer
 /// partitions than Kafka's 50 so a 3-node cluster is ready sooner.
+///
+/// The share coordinator's `__share_group_state` (KIP-932) is sized the same
+/// way: with Kafka's defaults (replication factor 3, min.isr 2) it cannot be
+/// created on a 1-node cluster, and then a share group's members join but never
+/// get an assignment, because the group coordinator assigns a partition only
+/// once its share state is initialised (measured on 4.4.0; `docs/PROTOCOL.md` §6).
 pub fn defaults(nodes: usize) -> BTreeMap<String, String> {
     let rf = nodes.min(3);
     let isr = if nodes >= 3 { 2 } else { 1 };
@@ -32,6 +38,9 @@ pub fn defaults(nodes: usize) -> BTreeMap<String, String> {
         ("transaction.state.log.replication.factor", rf.to_string()),
         ("transaction.state.log.min.isr", isr.to_string()),
         ("transaction.state.log.num.partitions", "10".into()),
+        ("share.coordinator.state.topic.replication.factor", rf.to_string()),
+        ("share.coordinator.state.topic.min.isr", isr.to_string()),
+        ("share.coordinator.state.topic.num.partitions", "10".into()),
         ("default.replication.factor", rf.to_string()),
         ("group.initial.rebalance.delay.ms", "0".into()),
         ("auto.create.topics.enable", "false".into()),
@@ -241,5 +250,16 @@ mod tests {
         assert!(text.contains("transaction.state.log.min.isr=1\n"));
         assert!(!text.contains("transaction.state.log.min.isr=2"));
         assert!(text.contains("log.dirs=/d\n"));
+    }
+
+    #[test]
+    fn the_share_state_topic_fits_the_cluster() {
+        let one = defaults(1);
+        assert_eq!(one["share.coordinator.state.topic.replication.factor"], "1");
+        assert_eq!(one["share.coordinator.state.topic.min.isr"], "1");
+        let three = defaults(3);
+        assert_eq!(three["share.coordinator.state.topic.replication.factor"], "3");
+        assert_eq!(three["share.coordinator.state.topic.min.isr"], "2");
+        assert_eq!(three["share.coordinator.state.topic.num.partitions"], "10");
     }
 }

@@ -133,11 +133,13 @@ mod tests {
             topics: vec![
                 TopicInfo {
                     name: "out".into(),
+                    topic_id: Default::default(),
                     error: None,
                     partitions: vec![part(0, vec![1, 2, 3], vec![1, 2, 3]), part(1, vec![1, 2, 3], vec![2, 3])],
                 },
                 TopicInfo {
                     name: "__transaction_state".into(),
+                    topic_id: Default::default(),
                     error: None,
                     partitions: vec![part(0, vec![1, 2], vec![])],
                 },

@@ -134,10 +134,26 @@ fn request_body(version: i16) -> Result<BytesMut, WireError> {
     Ok(body)
 }
 
+/// The ApiVersions version that reports features whose lowest supported
+/// level is 0 (`share.version`, `transaction.version`, …): below v4 a broker
+/// leaves them out of `SupportedFeatures` (KAFKA-17011,
+/// `ApiVersionsRequest.json`). The probe asks at v4 for the supported ranges.
+pub const API_VERSIONS_FEATURES_VERSION: i16 = 4;
+
 /// Runs the ApiVersions exchange on `conn`, with the version fallback
 /// described in the module docs.
 pub async fn fetch_api_versions(conn: &mut Connection, timeout: Duration) -> Result<ApiVersionsInfo, WireError> {
-    let mut version = API_VERSIONS_VERSION;
+    fetch_api_versions_from(conn, timeout, API_VERSIONS_VERSION).await
+}
+
+/// [`fetch_api_versions`] starting at `version` (e.g.
+/// [`API_VERSIONS_FEATURES_VERSION`]), with the same fallback.
+pub async fn fetch_api_versions_from(
+    conn: &mut Connection,
+    timeout: Duration,
+    version: i16,
+) -> Result<ApiVersionsInfo, WireError> {
+    let mut version = version;
     loop {
         let body = request_body(version)?;
         let mut reply = conn.send_raw(ApiKey::ApiVersions, version, &body, timeout).await?;

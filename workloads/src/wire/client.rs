@@ -101,6 +101,10 @@ pub(super) enum Target<'a> {
     /// KRaft controller), else any broker.
     Controller,
     Coordinator(&'a str),
+    /// The coordinator of a key of another FindCoordinator key type: a
+    /// group's ([`KEY_TYPE_GROUP`](super::find_coordinator::KEY_TYPE_GROUP))
+    /// or a share-partition's ([`KEY_TYPE_SHARE`](super::find_coordinator::KEY_TYPE_SHARE)).
+    KeyedCoordinator(i8, &'a str),
 }
 
 /// One request kind, described for [`Client::call`].
@@ -233,6 +237,23 @@ pub(super) fn check_answered<K: Ord>(
     Ok(())
 }
 
+/// FindCoordinator key type of a consumer or share group (Java's
+/// `FindCoordinatorRequest.CoordinatorType.GROUP`).
+pub const KEY_TYPE_GROUP: i8 = 0;
+
+/// FindCoordinator key type of a transactional id.
+pub const KEY_TYPE_TRANSACTION: i8 = 1;
+
+/// FindCoordinator key type of a share-partition's state (KIP-932, v6+): the
+/// share coordinator, which keeps `__share_group_state`. The key is
+/// `"groupId:topicId:partition"` ([`share_coordinator_key`](super::find_coordinator::share_coordinator_key)).
+pub const KEY_TYPE_SHARE: i8 = 2;
+
+/// The coordinator-cache key of a transactional id.
+pub(super) fn txn_key(transactional_id: &str) -> (i8, String) {
+    (KEY_TYPE_TRANSACTION, transactional_id.to_string())
+}
+
 pub(super) fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
@@ -282,6 +303,9 @@ pub struct PartitionInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicInfo {
     pub name: String,
+    /// The topic id (KIP-516; nil below Metadata v10). Share groups name
+    /// topics by id only (ShareFetch, ShareGroupHeartbeat assignments).
+    pub topic_id: uuid::Uuid,
     /// e.g. UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist.
     pub error: Option<KafkaCode>,
     pub partitions: Vec<PartitionInfo>,
@@ -305,6 +329,11 @@ impl ClusterMetadata {
     pub fn topic(&self, name: &str) -> Option<&TopicInfo> {
         self.topics.iter().find(|t| t.name == name)
     }
+
+    /// The topic with id `id` (never the nil id).
+    pub fn topic_by_id(&self, id: uuid::Uuid) -> Option<&TopicInfo> {
+        self.topics.iter().find(|t| !id.is_nil() && t.topic_id == id)
+    }
 }
 
 /// The rig's Kafka client. See the module docs.
@@ -317,8 +346,8 @@ pub struct Client {
     /// Node id → advertised address (from the last Metadata).
     pub(super) addrs: BTreeMap<i32, BrokerInfo>,
     pub(super) conns: BTreeMap<i32, BrokerConn>,
-    /// Transactional id → coordinator node id.
-    pub(super) coordinators: HashMap<String, i32>,
+    /// (FindCoordinator key type, key) → coordinator node id.
+    pub(super) coordinators: HashMap<(i8, String), i32>,
     /// Requests sent and error-code retries since the last [`Client::take_counts`].
     pub(super) counts: RequestCounts,
 }
@@ -416,12 +445,12 @@ impl Client {
 
     /// The cached coordinator of a transactional id, if looked up.
     pub fn cached_coordinator(&self, transactional_id: &str) -> Option<i32> {
-        self.coordinators.get(transactional_id).copied()
+        self.coordinators.get(&txn_key(transactional_id)).copied()
     }
 
     /// Forgets a cached coordinator; the next request looks it up again.
     pub fn forget_coordinator(&mut self, transactional_id: &str) {
-        self.coordinators.remove(transactional_id);
+        self.coordinators.remove(&txn_key(transactional_id));
     }
 }
 

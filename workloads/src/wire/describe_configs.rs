@@ -20,6 +20,10 @@ use super::error::{KafkaCode, WireError};
 /// DescribeConfigs resource type of a broker.
 pub const RESOURCE_TYPE_BROKER: i8 = 4;
 
+/// Config resource type of a group (`ConfigResource.Type.GROUP`, KIP-848):
+/// the group configs such as `share.record.lock.duration.ms`.
+pub const RESOURCE_TYPE_GROUP: i8 = 32;
+
 impl Client {
     /// A broker's configuration values (DescribeConfigs, resource type
     /// BROKER, asked of that broker). Empty `keys` = all. Values are `None`
@@ -30,9 +34,31 @@ impl Client {
         node_id: i32,
         keys: &[String],
     ) -> Result<BTreeMap<String, Option<String>>, WireError> {
+        self.describe_configs(RESOURCE_TYPE_BROKER, &node_id.to_string(), Target::Node(node_id), keys).await
+    }
+
+    /// A group's configuration values (resource type GROUP, from any broker):
+    /// the values set on the group and, for the others, the broker defaults
+    /// they fall back to (e.g. `share.record.lock.duration.ms` from
+    /// `group.share.record.lock.duration.ms`).
+    pub async fn describe_group_configs(
+        &mut self,
+        group_id: &str,
+        keys: &[String],
+    ) -> Result<BTreeMap<String, Option<String>>, WireError> {
+        self.describe_configs(RESOURCE_TYPE_GROUP, group_id, Target::Any, keys).await
+    }
+
+    async fn describe_configs(
+        &mut self,
+        resource_type: i8,
+        resource_name: &str,
+        target: Target<'_>,
+        keys: &[String],
+    ) -> Result<BTreeMap<String, Option<String>>, WireError> {
         let resource = DescribeConfigsResource::default()
-            .with_resource_type(RESOURCE_TYPE_BROKER)
-            .with_resource_name(str_bytes(&node_id.to_string()))
+            .with_resource_type(resource_type)
+            .with_resource_name(str_bytes(resource_name))
             .with_configuration_keys((!keys.is_empty()).then(|| keys.iter().map(|k| str_bytes(k)).collect()));
         let req = DescribeConfigsRequest::default().with_resources(vec![resource]);
         let choose = |info: &ApiVersionsInfo| info.negotiate_request::<DescribeConfigsRequest>();
@@ -46,7 +72,7 @@ impl Client {
             .call(&Call {
                 api: "DescribeConfigs",
                 api_key: ApiKey::DescribeConfigs,
-                target: Target::Node(node_id),
+                target,
                 choose_version: &choose,
                 encode: &encode,
                 decode: &decode,

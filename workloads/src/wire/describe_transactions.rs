@@ -16,7 +16,7 @@ use kafka_protocol::messages::{ApiKey, DescribeTransactionsRequest, DescribeTran
 use tracing::warn;
 
 use super::api_versions::ApiVersionsInfo;
-use super::client::{decode_body, encode_body, str_bytes, Call, Client, Retrier, Target};
+use super::client::{decode_body, encode_body, str_bytes, txn_key, Call, Client, Retrier, Target};
 use super::error::{coordinator_retry, CoordinatorAction, KafkaCode, WireError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +83,7 @@ impl Client {
                     Ok(r) => r,
                     Err(e) if e.is_connection_error() || matches!(e, WireError::NoBrokerReachable { .. }) => {
                         for tid in &tids {
-                            self.coordinators.remove(tid);
+                            self.coordinators.remove(&txn_key(tid));
                         }
                         self.after_transport_error(Some(node), None).await;
                         last_err = Some(e);
@@ -103,7 +103,7 @@ impl Client {
                         CoordinatorAction::Fail => {}
                         action => {
                             if action == CoordinatorAction::RediscoverAndRetry {
-                                self.coordinators.remove(&tid);
+                                self.coordinators.remove(&txn_key(&tid));
                             }
                             last_err = Some(WireError::kafka("DescribeTransactions", code, Some(tid)));
                             continue;

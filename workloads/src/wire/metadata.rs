@@ -59,6 +59,7 @@ fn convert_metadata(resp: MetadataResponse) -> ClusterMetadata {
             .into_iter()
             .map(|t| TopicInfo {
                 name: t.name.map(|n| n.0.to_string()).unwrap_or_default(),
+                topic_id: t.topic_id,
                 error: KafkaCode::from_code(t.error_code),
                 partitions: t
                     .partitions

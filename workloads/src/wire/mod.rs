@@ -39,6 +39,12 @@
 //!   DescribeAcls).
 //! * [`network`]: bootstrap, connections and the retry loop every RPC sends
 //!   through (it reads Metadata at bootstrap, so it sits above that file).
+//! * Share groups (KIP-932; `docs/PROTOCOL.md` §6): [`share_group_heartbeat`],
+//!   [`share_group_describe`], [`share_fetch`] and [`share_acknowledge`]
+//!   (v2 of both encoded by hand), [`describe_share_group_offsets`] (v1's lag
+//!   decoded by hand), [`read_share_group_state`] (the share coordinator's
+//!   persisted state) and [`incremental_alter_configs`] (group configs). The
+//!   consumer on top of them is `crate::share`.
 //!
 //! Faithful error semantics matter more than speed here: the retry rules
 //! mirror Kafka's Java `TransactionManager` (see `docs/PROTOCOL.md` §2) and every
@@ -52,16 +58,23 @@ pub mod connection;
 pub mod create_topics;
 pub mod describe_configs;
 pub mod describe_quorum;
+pub mod describe_share_group_offsets;
 pub mod describe_transactions;
 pub mod end_txn;
 pub mod error;
 pub mod find_coordinator;
+pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod list_transactions;
 pub mod metadata;
 pub mod network;
 pub mod produce;
+pub mod read_share_group_state;
 pub mod sasl;
+pub mod share_acknowledge;
+pub mod share_fetch;
+pub mod share_group_describe;
+pub mod share_group_heartbeat;
 
 pub use api_versions::ApiVersionsInfo;
 pub use client::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, RequestCounts, TopicInfo};

@@ -13,9 +13,12 @@ use kafka_protocol::messages::ApiKey;
 use tracing::debug;
 
 use super::api_versions::{fetch_api_versions, ApiVersionsInfo};
-use super::client::{BrokerConn, BrokerInfo, Call, Client, ClientConfig, ClusterMetadata, Reply, Retrier, Target};
+use super::client::{
+    txn_key, BrokerConn, BrokerInfo, Call, Client, ClientConfig, ClusterMetadata, Reply, Retrier, Target,
+};
 use super::connection::Connection;
 use super::error::{CoordinatorAction, WireError};
+use super::find_coordinator::KEY_TYPE_TRANSACTION;
 use super::metadata::fetch_metadata;
 use super::sasl;
 
@@ -174,13 +177,13 @@ impl Client {
 
     /// After a transport error: forget what may be stale and refresh the
     /// broker list (best effort; the retry will find out if it is still bad).
-    pub(super) async fn after_transport_error(&mut self, node: Option<i32>, transactional_id: Option<&str>) {
+    pub(super) async fn after_transport_error(&mut self, node: Option<i32>, coordinator_key: Option<(i8, &str)>) {
         if let Some(node) = node {
             self.conns.remove(&node);
             self.coordinators.retain(|_, c| *c != node);
         }
-        if let Some(tid) = transactional_id {
-            self.coordinators.remove(tid);
+        if let Some((key_type, key)) = coordinator_key {
+            self.coordinators.remove(&(key_type, key.to_string()));
         }
         if let Err(e) = self.refresh_brokers().await {
             debug!(error = %e, "metadata refresh after a transport error failed");
@@ -205,14 +208,16 @@ impl Client {
                 }
             }
             Target::Coordinator(tid) => Ok(self.coordinator_for(tid).await?.node_id),
+            Target::KeyedCoordinator(key_type, key) => Ok(self.coordinator_of(key_type, key).await?.node_id),
         }
     }
 
     /// Sends one request kind with the retry rules of the module docs.
     pub(super) async fn call<T>(&mut self, c: &Call<'_, T>) -> Result<Reply<T>, WireError> {
         let mut retry = Retrier::fixed(c.api, &self.config);
-        let tid = match c.target {
-            Target::Coordinator(tid) => Some(tid),
+        let coordinator_key = match c.target {
+            Target::Coordinator(tid) => Some((KEY_TYPE_TRANSACTION, tid)),
+            Target::KeyedCoordinator(key_type, key) => Some((key_type, key)),
             _ => None,
         };
         loop {
@@ -230,7 +235,7 @@ impl Client {
             let (node, version, body) = match attempt {
                 Ok(r) => r,
                 Err(e) if !c.once && (e.is_connection_error() || matches!(e, WireError::NoBrokerReachable { .. })) => {
-                    self.after_transport_error(node_used, tid).await;
+                    self.after_transport_error(node_used, coordinator_key).await;
                     retry.backoff(e).await?;
                     continue;
                 }
@@ -252,7 +257,10 @@ impl Client {
                 CoordinatorAction::RediscoverAndRetry => {
                     match c.target {
                         Target::Coordinator(tid) => {
-                            self.coordinators.remove(tid);
+                            self.coordinators.remove(&txn_key(tid));
+                        }
+                        Target::KeyedCoordinator(key_type, key) => {
+                            self.coordinators.remove(&(key_type, key.to_string()));
                         }
                         Target::Controller => {
                             if let Err(e) = self.refresh_brokers().await {
