@@ -68,6 +68,8 @@ pub struct MatrixArgs {
     pub fail_on_inconclusive: bool,
     /// `--shard I/N`: run only this shard's cells.
     pub shard: Option<Shard>,
+    /// `--sequential`: each cell's modes one after another.
+    pub sequential: bool,
 }
 
 impl Default for MatrixArgs {
@@ -83,6 +85,7 @@ impl Default for MatrixArgs {
             fail_fast: false,
             fail_on_inconclusive: false,
             shard: None,
+            sequential: false,
         }
     }
 }
@@ -602,6 +605,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
         json: false,
         fail_on_inconclusive: args.fail_on_inconclusive,
         connector_jar: None,
+        sequential: args.sequential,
     }
 }
 

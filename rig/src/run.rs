@@ -6,7 +6,7 @@
 //! the modes: topic, runner, checker, verdict, then the results a user and a
 //! CI job read ([`crate::results`]: summary.json, junit.xml, report.html).
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context};
 use sinkhole_workloads::model::SinkMode;
@@ -23,7 +23,7 @@ use crate::install;
 use crate::latency;
 use crate::results::exit::Policy;
 use crate::results::junit;
-use crate::results::summary::{self, exit_code_with, summarize, Summary};
+use crate::results::summary::{self, exit_code_with, summarize, Summary, Timings};
 use crate::runner::{self, ModeRun};
 use crate::scenario::Backend;
 use crate::scenario::{self, Scenario};
@@ -43,6 +43,8 @@ pub struct RunArgs {
     pub fail_on_inconclusive: bool,
     /// flink-kafkasink: a contributor's connector jar instead of the scenario's.
     pub connector_jar: Option<PathBuf>,
+    /// `--sequential`: the modes one after another, as `sequential: true`.
+    pub sequential: bool,
 }
 
 /// Exit 2 (the input) or exit 3 (the rig failed: the cluster did not start, a file could not be written).
@@ -138,6 +140,13 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
         // A jar named relative to the scenario file, as validation read it.
         f.connector_jar = f.connector_jar_in(&args.file).map(|j| std::path::absolute(&j).unwrap_or(j));
     }
+    if args.sequential {
+        s.sequential = true;
+    }
+    // A lead that `--mode` left out leads nothing: the first mode to reach an event does.
+    if s.lead.is_some_and(|l| !s.modes.contains(&l)) {
+        s.lead = None;
+    }
     let seed = args.seed.unwrap_or_else(rand::random);
     // The random schedule becomes plain faults here, before any mode runs:
     // every mode gets the same list, and the resolved scenario.yaml replays
@@ -214,8 +223,9 @@ pub fn drain_timeout(s: &Scenario) -> Duration {
     Duration::from_millis(ms.max(15_000))
 }
 
-/// Writes the resolved scenario, starts the cluster, runs every mode, writes
-/// the verdicts and the summary, tears the cluster down.
+/// Writes the resolved scenario, starts the cluster, runs the modes (side by
+/// side, or one after another when the scenario or `--sequential` says so),
+/// writes the verdicts and the summary, tears the cluster down.
 pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     let s = &plan.scenario;
     std::fs::create_dir_all(&plan.dir).with_context(|| format!("creating {}", plan.dir.display()))?;
@@ -228,32 +238,34 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     crate::scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
 
     let started = crate::utc::Utc::from_unix(crate::utc::now_ms() / 1000).rfc3339();
-    let t0 = std::time::Instant::now();
+    let t0 = Instant::now();
+    let mut times = Timings { side_by_side: !s.sequential && s.modes.len() > 1, ..Timings::default() };
     let mut cluster = start_cluster(plan).await?;
+    times.cluster_start_ms = ms(t0.elapsed());
     progress(&format!("cluster ready at {} ({} backend)", cluster.bootstrap(), cluster.backend()));
 
-    let mut modes = Vec::new();
-    for &mode in &s.modes {
-        let row = run_one(plan, cluster.as_mut(), mode).await;
-        let row = match row {
-            Ok(r) => r,
-            Err(e) => {
-                // The rig itself failed for this mode: no verdict on the sink
-                // (outcome `error`, exit 3); go on with the other modes.
-                let row = summary::rig_failed(mode, verdict::expectation_text(s.expect.get(&mode)), &format!("{e:#}"));
-                progress(&format!("{mode}: {}", row.reason));
-                row
-            }
-        };
-        modes.push(row);
+    let groups: Vec<Vec<SinkMode>> =
+        if s.sequential { s.modes.iter().map(|m| vec![*m]).collect() } else { vec![s.modes.clone()] };
+    if times.side_by_side {
+        progress(&format!(
+            "modes {} side by side; an event-triggered cluster fault fires on {}",
+            s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
+            lead_text(s.lead)
+        ));
     }
+    let mut modes = Vec::new();
+    for group in groups {
+        modes.extend(run_group(plan, cluster.as_mut(), &group, &mut times).await);
+    }
+    let t = Instant::now();
     cluster.teardown().await;
+    times.teardown_ms = ms(t.elapsed());
     let mode_dirs: Vec<PathBuf> = s.modes.iter().map(|m| plan.mode_dir(*m)).collect();
     if let Err(e) = latency::write_run_log(&plan.dir, &mode_dirs) {
         progress(&format!("latency.hlog not written: {e}"));
     }
 
-    let summary = Summary {
+    let mut summary = Summary {
         run_id: plan.run_id.clone(),
         scenario: s.name.clone(),
         source: plan.source.clone(),
@@ -264,17 +276,46 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         modes,
         fail_on_inconclusive: plan.policy.fail_on_inconclusive,
         started: Some(started),
-        wall_ms: Some(t0.elapsed().as_millis() as u64),
+        wall_ms: None,
+        side_by_side: times.side_by_side,
+        lead: times.side_by_side.then(|| s.lead.map(|m| m.name().to_string()).unwrap_or_else(|| "first".into())),
+        timings: None,
     };
-    std::fs::write(plan.dir.join("summary.json"), crate::provenance::to_json(&summary)?)
-        .context("writing summary.json")?;
-    junit::write(&plan.dir, &summary).context("writing junit.xml")?;
+    // The report reads summary.json: write it, draw the page, then write it
+    // again with the page's time and the run's whole wall time.
+    write_summary(plan, &summary)?;
+    let t = Instant::now();
     // The page is for people; a run whose report fails is still a run.
     match crate::results::report::write_report(&plan.dir) {
         Ok(p) => progress(&format!("report: {}", p.display())),
         Err(e) => progress(&format!("report.html not written: {e:#}")),
     }
+    times.report_ms = ms(t.elapsed());
+    times.total_ms = ms(t0.elapsed());
+    summary.wall_ms = Some(times.total_ms);
+    progress(&format!("time: {}", times.line()));
+    summary.timings = Some(times);
+    write_summary(plan, &summary)?;
     Ok(summary)
+}
+
+fn write_summary(plan: &Plan, summary: &Summary) -> Result<(), RunError> {
+    std::fs::write(plan.dir.join("summary.json"), crate::provenance::to_json(summary)?)
+        .context("writing summary.json")?;
+    junit::write(&plan.dir, summary).context("writing junit.xml")?;
+    Ok(())
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// How a cluster fault's event is chosen side by side, in words.
+pub fn lead_text(lead: Option<SinkMode>) -> String {
+    match lead {
+        Some(m) => format!("{m}'s events (lead: {m})"),
+        None => "the first mode to reach its event".into(),
+    }
 }
 
 /// Starts the scenario's cluster on its backend: local JVMs, or containers (see
@@ -381,11 +422,17 @@ async fn grant_sink_acls(plan: &Plan, cluster: &LocalCluster, two_phase_commit: 
     Ok(())
 }
 
-async fn run_one(
-    plan: &Plan,
-    cluster: &mut dyn Cluster,
+/// One mode of a group, ready to run: its directory, its topic, its live tail.
+struct Prepared {
     mode: SinkMode,
-) -> anyhow::Result<crate::results::summary::ModeSummary> {
+    dir: PathBuf,
+    topic: String,
+    tail: Option<latency::tail::Tail>,
+}
+
+/// Creates the mode's topic and starts its live read_committed tail (for
+/// `visibility`) before any of its workers.
+async fn prepare(plan: &Plan, cluster: &dyn Cluster, mode: SinkMode) -> anyhow::Result<Prepared> {
     let s = &plan.scenario;
     let dir = plan.mode_dir(mode);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -402,8 +449,7 @@ async fn run_one(
         .with_context(|| format!("creating topic {topic}"))?;
     drop(client);
     progress(&format!("{mode}: topic {topic} ready; running the job"));
-    // The live read_committed tail for `visibility`, started before any
-    // worker; without it the run goes on, unmeasured.
+    // Without the tail the run goes on, unmeasured.
     let tail = match latency::tail::Tail::start(&cluster.bootstrap(), &topic, s.topic.partitions) {
         Ok(t) => Some(t),
         Err(e) => {
@@ -411,41 +457,127 @@ async fn run_one(
             None
         }
     };
+    Ok(Prepared { mode, dir, topic, tail })
+}
 
-    let outcome: ModeOutcome = runner::run_mode(ModeRun {
-        run_id: plan.run_id.clone(),
-        mode,
-        scenario: s,
-        dir: dir.clone(),
-        cluster: &mut *cluster,
-        topic: topic.clone(),
-        tid_prefix: plan.tid_prefix(mode),
-        // /proc/self/exe names this very binary even if a rebuild replaced
-        // the file on disk during a long run; current_exe() would then point
-        // at "... (deleted)".
-        sinkhole_bin: if std::path::Path::new("/proc/self/exe").exists() {
-            std::path::PathBuf::from("/proc/self/exe")
-        } else {
-            std::env::current_exe().context("locating the sinkhole binary")?
-        },
-        seed: plan.seed,
-        // Progress goes to stderr; --json keeps stdout for the summary.
-        progress: !progress_redirected(),
-    })
-    .await
-    .with_context(|| format!("running mode {mode}"))?;
+/// The row of a mode the rig itself failed to run: no verdict on the sink
+/// (outcome `error`, exit 3); the other modes go on.
+fn rig_failed(s: &Scenario, mode: SinkMode, e: &anyhow::Error) -> crate::results::summary::ModeSummary {
+    let row = summary::rig_failed(mode, verdict::expectation_text(s.expect.get(&mode)), &format!("{e:#}"));
+    progress(&format!("{mode}: {}", row.reason));
+    row
+}
+
+/// Runs these modes at the same time on `cluster` (one mode: alone), then
+/// judges each; one row per mode, in `group`'s order.
+async fn run_group(
+    plan: &Plan,
+    cluster: &mut dyn Cluster,
+    group: &[SinkMode],
+    times: &mut Timings,
+) -> Vec<crate::results::summary::ModeSummary> {
+    let s = &plan.scenario;
+    let mut rows: Vec<Option<crate::results::summary::ModeSummary>> = group.iter().map(|_| None).collect();
+    let t = Instant::now();
+    let mut ready = vec![];
+    for (i, &mode) in group.iter().enumerate() {
+        match prepare(plan, &*cluster, mode).await {
+            Ok(p) => ready.push((i, p)),
+            Err(e) => rows[i] = Some(rig_failed(s, mode, &e)),
+        }
+    }
+    times.topics_ms += ms(t.elapsed());
+
+    // /proc/self/exe names this very binary even if a rebuild replaced the
+    // file on disk during a long run; current_exe() would then point at
+    // "... (deleted)".
+    let bin = if std::path::Path::new("/proc/self/exe").exists() {
+        PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sinkhole"))
+    };
+    let runs: Vec<ModeRun<'_>> = ready
+        .iter()
+        .map(|(_, p)| ModeRun {
+            run_id: plan.run_id.clone(),
+            mode: p.mode,
+            scenario: s,
+            dir: p.dir.clone(),
+            topic: p.topic.clone(),
+            tid_prefix: plan.tid_prefix(p.mode),
+            sinkhole_bin: bin.clone(),
+            seed: plan.seed,
+            // Progress goes to stderr; --json keeps stdout for the summary.
+            progress: !progress_redirected(),
+        })
+        .collect();
+    let lead = s
+        .lead
+        .and_then(|l| ready.iter().position(|(_, p)| p.mode == l))
+        .map(runner::Lead::Member)
+        .unwrap_or(runner::Lead::First);
+    let t = Instant::now();
+    let outcomes = runner::run_modes(runs, s.faults.clone(), lead, cluster).await;
+    times.jobs_ms += ms(t.elapsed());
+
+    // Every mode's drain and check at once: a drain that waits for the
+    // broker to abort a transaction holds up no other mode.
+    let t = Instant::now();
+    let mut judging = tokio::task::JoinSet::new();
+    for ((i, p), outcome) in ready.into_iter().zip(outcomes) {
+        let mode = p.mode;
+        match outcome.with_context(|| format!("running mode {mode}")) {
+            Ok(o) => {
+                let (plan, bootstrap) = (plan.clone(), cluster.bootstrap());
+                judging.spawn(async move { (i, mode, judge(&plan, bootstrap, p, o).await) });
+            }
+            Err(e) => {
+                if let Some(t) = p.tail {
+                    let _ = t.stop().await;
+                }
+                rows[i] = Some(rig_failed(s, mode, &e));
+            }
+        }
+    }
+    while let Some(r) = judging.join_next().await {
+        match r {
+            Ok((i, mode, Ok((row, first)))) => {
+                rows[i] = Some(row);
+                times.first_transaction_ms.push((mode, first));
+            }
+            Ok((i, mode, Err(e))) => rows[i] = Some(rig_failed(s, mode, &e)),
+            Err(e) => progress(&format!("a mode's check panicked: {e}")),
+        }
+    }
+    times.check_ms += ms(t.elapsed());
+    times.first_transaction_ms.sort_by_key(|(m, _)| group.iter().position(|g| g == m));
+    rows.into_iter()
+        .zip(group)
+        .map(|(r, &mode)| r.unwrap_or_else(|| rig_failed(s, mode, &anyhow!("the mode's check did not finish"))))
+        .collect()
+}
+
+/// Drains and checks one mode's topic, builds its verdict and latency, and
+/// writes verdict.json; with the job's start-to-first-transaction time.
+async fn judge(
+    plan: &Plan,
+    bootstrap: String,
+    p: Prepared,
+    outcome: ModeOutcome,
+) -> anyhow::Result<(crate::results::summary::ModeSummary, Option<u64>)> {
+    let s = &plan.scenario;
+    let Prepared { mode, dir, topic, tail } = p;
     let seen = match tail {
         Some(t) => t.stop().await.map_err(|e| progress(&format!("{mode}: visibility tail: {e:#}"))).ok(),
         None => None,
     };
-
     // A mode the broker cannot run wrote nothing worth checking.
     let report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
         None
     } else {
         progress(&format!("{mode}: job {:?}; draining {topic}", outcome.job));
         let spec = CheckSpec {
-            bootstrap: cluster.bootstrap(),
+            bootstrap,
             topic: topic.clone(),
             expected: Expected {
                 run_id: plan.run_id.clone(),
@@ -477,7 +609,27 @@ async fn run_one(
     }
     let path = verdict::write(&dir, &v).context("writing verdict.json")?;
     progress(&format!("{mode}: {} — {}", v.outcome.name(), v.reason));
-    Ok(summarize(&v, Some(path)))
+    let first =
+        crate::history::read(&outcome.history).ok().and_then(|h| first_transaction_ms(&h.events, s.job.parallelism));
+    Ok((summarize(&v, Some(path)), first))
+}
+
+/// From the job's first start to the moment every subtask had opened its
+/// first transaction (the workers' start-up: process, connection,
+/// InitProducerId); None if some subtask never opened one.
+pub fn first_transaction_ms(events: &[sinkhole_workloads::model::Event], parallelism: u32) -> Option<u64> {
+    use sinkhole_workloads::model::{EventKind, Source};
+    let start = events.iter().find(|e| matches!(e.kind, EventKind::JobStarted { .. }))?.mono_us;
+    let mut first = vec![None; parallelism as usize];
+    for e in events {
+        if let (EventKind::TxnOpened { .. }, Source::Worker { subtask }) = (&e.kind, &e.source) {
+            if let Some(slot) = first.get_mut(*subtask as usize) {
+                slot.get_or_insert(e.mono_us);
+            }
+        }
+    }
+    let last = first.into_iter().collect::<Option<Vec<u64>>>()?.into_iter().max()?;
+    Some(last.saturating_sub(start) / 1000)
 }
 
 /// `sinkhole run`: plans the run, says where its results go, and executes

@@ -84,21 +84,25 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
         ],
         schedule: None,
         expect: BTreeMap::new(),
+        sequential: false,
+        lead: None,
         flink: None,
     };
     let mode_dir = dir.join("legacy");
-    let outcome = run_mode(ModeRun {
-        run_id: "runner-it".into(),
-        mode: SinkMode::Legacy,
-        scenario: &scenario,
-        dir: mode_dir.clone(),
-        cluster: cluster.as_mut(),
-        topic: topic.into(),
-        tid_prefix: format!("runner-it-{}", std::process::id()),
-        sinkhole_bin: common::bin(),
-        seed: 1,
-        progress: true,
-    })
+    let outcome = run_mode(
+        ModeRun {
+            run_id: "runner-it".into(),
+            mode: SinkMode::Legacy,
+            scenario: &scenario,
+            dir: mode_dir.clone(),
+            topic: topic.into(),
+            tid_prefix: format!("runner-it-{}", std::process::id()),
+            sinkhole_bin: common::bin(),
+            seed: 1,
+            progress: true,
+        },
+        cluster.as_mut(),
+    )
     .await
     .expect("run_mode");
     eprintln!("outcome: {outcome:#?}");

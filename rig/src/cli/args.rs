@@ -55,6 +55,9 @@ pub struct RunCmd {
     /// the scenario's `flink.connector_jar` (or the released connector).
     #[arg(long)]
     pub connector_jar: Option<PathBuf>,
+    /// Run the modes one after another, each alone on the cluster (default: side by side).
+    #[arg(long)]
+    pub sequential: bool,
 }
 
 #[derive(Args)]
@@ -96,6 +99,9 @@ pub struct MatrixCmd {
     /// in shard (k mod N) + 1. Needs fixed seeds; `sinkhole merge` joins the shards.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Run each cell's modes one after another (default: side by side).
+    #[arg(long)]
+    pub sequential: bool,
 }
 
 #[derive(Args)]

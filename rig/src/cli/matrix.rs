@@ -21,6 +21,7 @@ pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
         fail_fast,
         fail_on_inconclusive,
         shard,
+        sequential,
     } = a;
     let seeds =
         if seeds.is_empty() { Seeds::Count { n: seed_count.unwrap_or(1), base: seed } } else { Seeds::List(seeds) };
@@ -28,7 +29,19 @@ pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
         Some(s) => Some(s.parse::<Shard>().map_err(|e| bad(anyhow!(e)))?),
         None => None,
     };
-    let args = MatrixArgs { inputs, modes, kafka, seeds, results, out, json, fail_fast, fail_on_inconclusive, shard };
+    let args = MatrixArgs {
+        inputs,
+        modes,
+        kafka,
+        seeds,
+        results,
+        out,
+        json,
+        fail_fast,
+        fail_on_inconclusive,
+        shard,
+        sequential,
+    };
     let code = matrix::run(args).await.map_err(run_failure)?;
     judged(code, Policy { fail_on_inconclusive }, "cell")
 }

@@ -7,8 +7,20 @@ use super::args::RunCmd;
 use super::{judged, print_summary, run_failure, Failure};
 
 pub async fn run(a: RunCmd) -> Result<(), Failure> {
-    let RunCmd { file, modes, kafka, seed, results, json, backend, image, fail_on_inconclusive, connector_jar } = a;
-    let args = RunArgs { file, modes, kafka, seed, results, json, fail_on_inconclusive, connector_jar };
+    let RunCmd {
+        file,
+        modes,
+        kafka,
+        seed,
+        results,
+        json,
+        backend,
+        image,
+        fail_on_inconclusive,
+        connector_jar,
+        sequential,
+    } = a;
+    let args = RunArgs { file, modes, kafka, seed, results, json, fail_on_inconclusive, connector_jar, sequential };
     let backend = backend.map(|b| match b.as_str() {
         "containers" => Backend::Containers,
         _ => Backend::Local,

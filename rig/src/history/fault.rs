@@ -73,6 +73,22 @@ pub struct Trigger {
     /// Why it was late (the nemesis was waiting for something).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_because: Option<String>,
+    /// Modes running side by side: the one whose event or clock set this
+    /// cluster fault off, and where each mode was at that moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Vec<ModeView>>,
+}
+
+/// Where one mode's job was when a fault on the cluster hit every mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeView {
+    pub mode: String,
+    pub attempt: u32,
+    /// Every worker of the attempt was up.
+    pub up: bool,
+    pub latest_persisted: Option<u64>,
 }
 
 impl Trigger {

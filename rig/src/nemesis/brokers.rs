@@ -433,7 +433,7 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
             self.queue.push_back(ClusterJob::Rolling { fault: f, trigger: due.trigger, due: due.at });
             return self.pump();
         }
-        let aim = match self.broker_aim(&spec.kind.target().cloned(), Some(&due.trigger)).await {
+        let aim = match self.broker_aim(f, &spec.kind.target().cloned(), Some(&due.trigger)).await {
             Ok(a) => a,
             Err(e) => return self.fault_failed(f, due.trigger, e),
         };
@@ -458,12 +458,14 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
     /// nemesis need not be `Sync`.)
     pub(super) fn broker_aim<'s>(
         &'s self,
+        f: usize,
         target: &'s Option<Target>,
         trigger: Option<&Trigger>,
     ) -> impl std::future::Future<Output = Result<Aim, String>> + Send + 's {
-        let resolved = super::targets::broker_target(target, &self.node_ids, self.subject.workers());
+        let subject = &self.members[self.who(f)].subject;
+        let resolved = super::targets::broker_target(target, &self.node_ids, subject.workers());
         let named = trigger.and_then(Trigger::transaction);
-        let (subject, partitions, topic) = (&self.subject, self.cfg.partitions, self.cfg.topic.clone());
+        let (partitions, topic) = (self.cfg(f).partitions, self.cfg(f).topic.clone());
         async move { aim_of(subject, target, resolved?, named, partitions, topic).await }
     }
 

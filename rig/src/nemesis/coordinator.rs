@@ -15,14 +15,15 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     pub(super) async fn fire_coordinator(&mut self, f: usize, due: Due) -> anyhow::Result<()> {
         let spec = self.spec(f).clone();
         let name = self.slots[f].name.clone();
+        let subject = &self.members[self.who(f)].subject;
         if spec.kind == FaultKind::CoordinatorCrash {
             // Only in a persist→notify window does the crash lose a notification.
             let window = matches!(spec.when, When::CheckpointPersisted(_)).then_some(due.checkpoint).flatten();
-            let armed = match self.subject.arm(Hook::Crash { window }, name).await {
+            let armed = match subject.arm(Hook::Crash { window }, name).await {
                 Ok(a) => a,
                 Err(e) => return self.fault_failed(f, due.trigger, e),
             };
-            let all = self.subject.workers() as usize;
+            let all = subject.workers() as usize;
             let confirmed = armed.workers.iter().all(WorkerHit::confirmed)
                 && armed.workers.iter().filter(|h| h.hit().is_some()).count() == all;
             let start = CrashStart {
@@ -38,7 +39,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
             }
             return Ok(());
         }
-        let subtasks = match super::targets::worker_targets(&spec.kind.target().cloned(), self.subject.workers()) {
+        let subtasks = match super::targets::worker_targets(&spec.kind.target().cloned(), subject.workers()) {
             Ok(t) => t,
             Err(e) => return self.fault_failed(f, due.trigger, e),
         };
@@ -55,7 +56,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
             }
             _ => Hook::DeclineCheckpoint { checkpoint, subtasks: subtasks.clone() },
         };
-        let armed = match self.subject.arm(hook, name).await {
+        let armed = match subject.arm(hook, name).await {
             Ok(a) => a,
             Err(e) => return self.fault_failed(f, due.trigger, e),
         };

@@ -17,6 +17,12 @@
 //! reason other than a restore in progress did not hit the scenario that
 //! was written: the verdict says so and is inconclusive.
 //!
+//! One nemesis serves every mode of a run at once ([`members`]): a fault on
+//! a job fires per mode on that mode's own time or event, a fault on the
+//! cluster fires once for all.
+//!
+//! - [`members`]: the jobs served and which of them a fault is for;
+//! - [`clock`]: reading the jobs' notices and the time, firing what is due;
 //! - [`triggers`]: when a fault is due;
 //! - [`targets`]: what it aims at, and the proxy rule a network or protocol fault installs;
 //! - [`workers`], [`brokers`], [`network`], [`coordinator`]: one family of kinds each,
@@ -32,18 +38,21 @@ use tokio::task::JoinSet;
 
 use crate::cluster::Cluster;
 use crate::history::fault::{End, FailedStart, FaultEffect, FaultRecord, Firing, Start, Trigger};
-use crate::history::{self};
-use crate::scenario::{FaultKind, FaultSpec, When};
-use crate::subject::{JobEvent, Notice, Subject};
+use crate::scenario::{FaultSpec, When};
+use crate::subject::{Notice, Subject};
 
 pub mod brokers;
+pub mod clock;
 pub mod coordinator;
+pub mod members;
 pub mod network;
 pub mod targets;
 pub mod triggers;
 pub mod workers;
 
 use brokers::{ClusterJob, ClusterOp};
+use members::MemberState;
+pub use members::{Lead, Member};
 
 /// A fault that fires later than this after its time or event, for any
 /// reason but a restore in progress, makes the verdict inconclusive.
@@ -77,10 +86,14 @@ pub(crate) struct Slot {
     pub firings: Vec<Firing>,
     /// Set once it was skipped.
     pub skipped: Option<String>,
+    /// The member (job) it is for; None: the cluster, shared by every member.
+    pub member: Option<usize>,
+    /// The member whose event or clock set it off.
+    pub fired_by: Option<usize>,
 }
 
 impl Slot {
-    pub fn new(spec: FaultSpec, index: usize) -> Slot {
+    pub fn new(spec: FaultSpec, index: usize, member: Option<usize>) -> Slot {
         Slot {
             name: fault_name(&spec, index),
             kind: spec.kind.name().to_string(),
@@ -89,6 +102,8 @@ impl Slot {
             count: 0,
             firings: vec![],
             skipped: None,
+            member,
+            fired_by: None,
         }
     }
 
@@ -165,7 +180,10 @@ pub(crate) struct Due {
 
 pub struct Nemesis<'a, S: Subject, B: Cluster + ?Sized> {
     pub(crate) slots: Vec<Slot>,
-    pub(crate) subject: S,
+    /// The jobs served, and what their notices told of each.
+    pub(crate) members: Vec<Member<S>>,
+    pub(crate) states: Vec<MemberState>,
+    pub(crate) lead: Lead,
     /// None while a cluster action runs (it holds the cluster).
     pub(crate) cluster: Option<&'a mut B>,
     pub(crate) op: Option<ClusterOp<'a, B>>,
@@ -177,15 +195,7 @@ pub struct Nemesis<'a, S: Subject, B: Cluster + ?Sized> {
     /// The cluster isolates nodes itself (containers) instead of through the proxy.
     pub(crate) isolates: bool,
     pub(crate) node_ids: Vec<i32>,
-    pub(crate) history: history::Writer,
     pub(crate) bootstrap: watch::Sender<Vec<String>>,
-    pub(crate) cfg: Config,
-    pub(crate) job_started: Option<Instant>,
-    pub(crate) attempt: u32,
-    /// Every worker of the current attempt is up.
-    pub(crate) up: bool,
-    pub(crate) ended: bool,
-    pub(crate) latest_persisted: Option<u64>,
     pub(crate) heals: Vec<Heal>,
     pub(crate) waits: JoinSet<(usize, Wait)>,
     /// Waits outstanding per fault.
@@ -195,20 +205,32 @@ pub struct Nemesis<'a, S: Subject, B: Cluster + ?Sized> {
 }
 
 impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
+    /// A nemesis for the jobs of `members` (one per mode running now): each
+    /// job fault of `specs` once per member, each cluster fault once.
     pub fn new(
         specs: Vec<FaultSpec>,
-        subject: S,
+        members: Vec<Member<S>>,
+        lead: Lead,
         cluster: &'a mut B,
-        history: history::Writer,
         bootstrap: watch::Sender<Vec<String>>,
-        cfg: Config,
     ) -> Self {
-        let n = specs.len();
-        let slots = specs.into_iter().enumerate().map(|(i, s)| Slot::new(s, i)).collect();
+        let mut slots = vec![];
+        for (i, spec) in specs.into_iter().enumerate() {
+            if spec.job_scoped() {
+                for m in 0..members.len() {
+                    slots.push(Slot::new(spec.clone(), i, Some(m)));
+                }
+            } else {
+                slots.push(Slot::new(spec, i, None));
+            }
+        }
+        let n = slots.len();
         bootstrap.send_replace(cluster.client_bootstrap());
         Nemesis {
             slots,
-            subject,
+            states: vec![MemberState::default(); members.len()],
+            members,
+            lead,
             proxy: cluster.proxy(),
             isolates: cluster.isolates_nodes(),
             node_ids: cluster.node_ids(),
@@ -217,14 +239,7 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
             queue: VecDeque::new(),
             op_fault: None,
             last_op_fault: None,
-            history,
             bootstrap,
-            cfg,
-            job_started: None,
-            attempt: 0,
-            up: false,
-            ended: false,
-            latest_persisted: None,
             heals: vec![],
             waits: JoinSet::new(),
             waiting: vec![0; n],
@@ -232,27 +247,73 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
         }
     }
 
+    /// The member fault `f` acts on: its own, or for a cluster fault the one
+    /// that set it off (the lead, before it fired).
+    pub(crate) fn who(&self, f: usize) -> usize {
+        let s = &self.slots[f];
+        s.member.or(s.fired_by).unwrap_or(match self.lead {
+            Lead::Member(m) => m,
+            Lead::First => 0,
+        })
+    }
+
+    pub(crate) fn subject(&self, f: usize) -> &S {
+        &self.members[self.who(f)].subject
+    }
+
+    pub(crate) fn cfg(&self, f: usize) -> &Config {
+        &self.members[self.who(f)].cfg
+    }
+
+    /// The attempt of the job fault `f` acts on.
+    pub(crate) fn attempt(&self, f: usize) -> u32 {
+        self.states[self.who(f)].attempt
+    }
+
+    /// The members whose history fault `f`'s events go to: its own, or every one.
+    fn audience(&self, f: usize) -> Vec<usize> {
+        match self.slots[f].member {
+            Some(m) => vec![m],
+            None => (0..self.members.len()).collect(),
+        }
+    }
+
     pub(crate) fn spec(&self, f: usize) -> &FaultSpec {
         &self.slots[f].spec
     }
 
-    pub(crate) fn progress(&self, line: &str) {
-        if self.cfg.progress {
-            eprintln!("{}  {line}", self.cfg.mode.name());
+    /// A progress line about fault `f`, under its mode (or every mode's).
+    pub(crate) fn progress(&self, f: usize, line: &str) {
+        let cfg = self.cfg(f);
+        if !cfg.progress {
+            return;
+        }
+        match self.slots[f].member {
+            Some(_) => eprintln!("{}  {line}", cfg.mode.name()),
+            None if self.members.len() == 1 => eprintln!("{}  {line}", cfg.mode.name()),
+            None => {
+                let all: Vec<&str> = self.members.iter().map(|m| m.cfg.mode.name()).collect();
+                eprintln!("{}  {line}", all.join("+"))
+            }
         }
     }
 
-    /// Runs until the job has ended, then heals whatever is still faulted and
-    /// returns every fault's record (the ones that never fired say why).
-    pub async fn run(mut self, mut notices: mpsc::UnboundedReceiver<Notice>) -> anyhow::Result<Vec<FaultRecord>> {
+    /// Runs until every job has ended, then heals whatever is still faulted
+    /// and returns every member's fault records (the ones that never fired
+    /// say why), in the members' order. `notices` carries each member's
+    /// notices with its index.
+    pub async fn run(
+        mut self,
+        mut notices: mpsc::UnboundedReceiver<(usize, Notice)>,
+    ) -> anyhow::Result<Vec<Vec<FaultRecord>>> {
         #[allow(clippy::large_enum_variant)] // one lives at a time, on the stack
         enum Wake<'b, B: ?Sized> {
-            Notice(Option<Notice>),
+            Notice(Option<(usize, Notice)>),
             Op((&'b mut B, brokers::Done)),
             Wait(Option<(usize, Wait)>),
             Tick,
         }
-        while !self.ended {
+        while !self.ended() {
             let wake = {
                 let (op, waits) = (&mut self.op, &mut self.waits);
                 tokio::select! {
@@ -263,110 +324,26 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
                 }
             };
             match wake {
-                Wake::Notice(Some(n)) => self.on_notice(n).await?,
-                Wake::Notice(None) => self.ended = true,
+                Wake::Notice(Some((m, n))) => self.on_notice(m, n).await?,
+                Wake::Notice(None) => {
+                    for st in &mut self.states {
+                        st.ended = true;
+                    }
+                }
                 Wake::Op((cluster, done)) => self.op_done(cluster, done)?,
                 Wake::Wait(Some((f, w))) => self.on_wait(f, w)?,
                 Wake::Wait(None) | Wake::Tick => {}
             }
-            if !self.ended {
+            if !self.ended() {
                 self.on_tick().await?;
             }
         }
         self.finish().await
     }
 
-    async fn on_notice(&mut self, n: Notice) -> anyhow::Result<()> {
-        match &n.event {
-            JobEvent::Started { attempt, .. } => {
-                self.job_started.get_or_insert(n.at);
-                self.attempt = *attempt;
-                self.up = false;
-            }
-            JobEvent::Up { attempt } => {
-                self.attempt = *attempt;
-                self.up = true;
-            }
-            JobEvent::Down { .. } => self.up = false,
-            JobEvent::CheckpointPersisted { id } => self.latest_persisted = Some(*id),
-            JobEvent::Ended => {
-                self.ended = true;
-                return Ok(());
-            }
-            _ => {}
-        }
-        let fired: Vec<bool> = self.slots.iter().map(Slot::fired).collect();
-        let specs: Vec<FaultSpec> = self.slots.iter().map(|s| s.spec.clone()).collect();
-        for f in triggers::due_on_event(&specs, &fired, &n.event) {
-            let trigger = triggers::event_trigger(&n.event);
-            let due = Due { trigger, at: n.at, checkpoint: n.event.checkpoint(), hold: n.hold.clone() };
-            self.fire(f, due).await?;
-        }
-        // Whatever the faults did not keep, the subject gets back now.
-        drop(n.hold);
-        Ok(())
-    }
-
-    async fn on_tick(&mut self) -> anyhow::Result<()> {
-        let now = Instant::now();
-        if let Some(started) = self.job_started {
-            let elapsed = now.saturating_duration_since(started).as_millis() as u64;
-            // A kill or pause of workers that falls due while the job is
-            // restoring (no worker, or not all ready yet) waits until the
-            // workers are up: signalling nobody would prove nothing, and the
-            // fault would come out unconfirmed by bad luck of timing.
-            let up = self.up;
-            let waits =
-                |spec: &FaultSpec| !up && matches!(spec.kind.kind(), FaultKind::KillWorkers | FaultKind::PauseWorkers);
-            let specs: Vec<FaultSpec> = self.slots.iter().map(|s| s.spec.clone()).collect();
-            let fired: Vec<bool> = self.slots.iter().map(Slot::fired).collect();
-            for f in triggers::due_at(&specs, &fired, elapsed) {
-                if waits(&specs[f]) {
-                    self.deferred[f] = true;
-                    continue;
-                }
-                let When::AtMs(t) = specs[f].when else { continue };
-                let mut trigger = Trigger { at_ms: Some(elapsed), ..Trigger::default() };
-                let at = started + Duration::from_millis(t);
-                if self.deferred[f] && elapsed > t + 250 {
-                    // Deferred by a restore: allowed, and said.
-                    trigger.deferred_from_ms = Some(t);
-                }
-                self.fire(f, Due { trigger, at, checkpoint: None, hold: None }).await?;
-            }
-            let counts: Vec<u32> = self.slots.iter().map(|s| s.count).collect();
-            let own: Vec<bool> = (0..self.slots.len()).map(|f| self.busy(f)).collect();
-            for f in triggers::due_every(&specs, &counts, &own, elapsed) {
-                if waits(&specs[f]) {
-                    self.deferred[f] = true;
-                }
-            }
-            let busy: Vec<bool> = (0..self.slots.len()).map(|f| own[f] || waits(&specs[f])).collect();
-            for f in triggers::due_every(&specs, &counts, &busy, elapsed) {
-                let When::EveryMs(period) = specs[f].when else { continue };
-                let due_ms = triggers::every_due_ms(period, counts[f]);
-                let mut trigger = Trigger {
-                    every_ms: Some(period),
-                    firing: Some(counts[f] + 1),
-                    at_ms: Some(elapsed),
-                    ..Trigger::default()
-                };
-                if std::mem::take(&mut self.deferred[f]) && elapsed > due_ms + 250 {
-                    trigger.deferred_from_ms = Some(due_ms);
-                }
-                let at = started + Duration::from_millis(due_ms);
-                self.fire(f, Due { trigger, at, checkpoint: None, hold: None }).await?;
-            }
-        }
-        let due: Vec<Heal> = {
-            let (due, keep) = std::mem::take(&mut self.heals).into_iter().partition(|h| h.at.is_some_and(|t| t <= now));
-            self.heals = keep;
-            due
-        };
-        for h in due {
-            self.heal(h).await?;
-        }
-        Ok(())
+    /// Every job has ended.
+    fn ended(&self) -> bool {
+        self.states.iter().all(|s| s.ended)
     }
 
     /// Whether fault `f`'s latest firing is still in effect (to be healed,
@@ -385,36 +362,6 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
         if late >= LATE_NOTED && trigger.deferred_from_ms.is_none() {
             trigger.late_ms = Some(late.as_millis() as u64);
             trigger.late_because = because.or_else(|| Some("the nemesis was busy".to_string()));
-        }
-    }
-
-    /// Fires fault `f`.
-    async fn fire(&mut self, f: usize, mut due: Due) -> anyhow::Result<()> {
-        self.slots[f].count += 1;
-        let kind = self.spec(f).kind.kind();
-        if !matches!(
-            kind,
-            FaultKind::BrokerKill
-                | FaultKind::BrokerStop
-                | FaultKind::BrokerRestart
-                | FaultKind::BrokerPause
-                | FaultKind::RollingRestart
-        ) {
-            Self::note_lateness(&mut due.trigger, due.at, None);
-        }
-        match kind {
-            FaultKind::KillWorkers | FaultKind::PauseWorkers | FaultKind::JobOutage => self.fire_workers(f, due).await,
-            FaultKind::BrokerKill
-            | FaultKind::BrokerStop
-            | FaultKind::BrokerRestart
-            | FaultKind::BrokerPause
-            | FaultKind::RollingRestart => self.fire_broker(f, due).await,
-            FaultKind::DropNotification
-            | FaultKind::DelayNotification
-            | FaultKind::DeclineCheckpoint
-            | FaultKind::CoordinatorCrash => self.fire_coordinator(f, due).await,
-            k if k.needs_proxy() => self.fire_network(f, due).await,
-            other => self.fault_failed(f, due.trigger, format!("{} is not implemented", other.name())),
         }
     }
 
@@ -447,15 +394,18 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
 
     // ----- records -------------------------------------------------------
 
-    pub(crate) fn record(&self, kind: EventKind) -> anyhow::Result<()> {
-        self.history.record(Source::Fault, kind).context("writing the history")?;
+    /// Records an event of fault `f` in the history of every member it is for.
+    pub(crate) fn record(&self, f: usize, kind: EventKind) -> anyhow::Result<()> {
+        for m in self.audience(f) {
+            self.members[m].history.record(Source::Fault, kind.clone()).context("writing the history")?;
+        }
         Ok(())
     }
 
     pub(crate) fn fault_started(&mut self, f: usize, confirmed: bool, start: Start) -> anyhow::Result<()> {
         let (name, fault) = (self.slots[f].name.clone(), self.slots[f].kind.clone());
-        self.progress(&format!("fault {name} ({fault}) started, confirmed: {confirmed}"));
-        self.record(EventKind::FaultStarted { name, fault, effect: start.to_value() })?;
+        self.progress(f, &format!("fault {name} ({fault}) started, confirmed: {confirmed}"));
+        self.record(f, EventKind::FaultStarted { name, fault, effect: start.to_value() })?;
         self.slots[f].firings.push(Firing { start, end: None, confirmed });
         Ok(())
     }
@@ -470,10 +420,10 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
     pub(crate) fn fault_ended_with(&mut self, f: usize, end: End, confirmed: Option<bool>) -> anyhow::Result<()> {
         let (name, fault) = (self.slots[f].name.clone(), self.slots[f].kind.clone());
         match confirmed {
-            Some(c) => self.progress(&format!("fault {name} ({fault}) ended, confirmed: {c}")),
-            None => self.progress(&format!("fault {name} ({fault}) ended")),
+            Some(c) => self.progress(f, &format!("fault {name} ({fault}) ended, confirmed: {c}")),
+            None => self.progress(f, &format!("fault {name} ({fault}) ended")),
         }
-        self.record(EventKind::FaultEnded { name, fault, effect: end.to_value() })?;
+        self.record(f, EventKind::FaultEnded { name, fault, effect: end.to_value() })?;
         if let Some(last) = self.slots[f].firings.last_mut() {
             last.end = Some(end);
             if let Some(c) = confirmed {
@@ -506,7 +456,7 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
 
     /// Heals whatever is still faulted, records the faults that never fired.
     /// Runs on error paths too.
-    async fn finish(&mut self) -> anyhow::Result<Vec<FaultRecord>> {
+    async fn finish(&mut self) -> anyhow::Result<Vec<Vec<FaultRecord>>> {
         // Heals still due (a broker killed for the rest of the job among
         // them), then every cluster action to its end, one after the other.
         for h in std::mem::take(&mut self.heals) {
@@ -524,45 +474,48 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
                 break;
             }
         }
-        let broker_fault = |k: FaultKind| {
-            matches!(
-                k,
-                FaultKind::BrokerKill
-                    | FaultKind::BrokerStop
-                    | FaultKind::BrokerRestart
-                    | FaultKind::BrokerPause
-                    | FaultKind::RollingRestart
-            )
-        };
-        if self.slots.iter().any(|s| s.fired() && broker_fault(s.spec.kind.kind())) {
+        if self.slots.iter().any(|s| s.fired() && s.spec.kind.kind().family() == crate::scenario::Family::Brokers) {
             let cluster = self.cluster.as_deref_mut().expect("no cluster action in flight");
             if let Err(e) = cluster.wait_ready(Duration::from_secs(120)).await {
-                self.history
-                    .record(
-                        Source::Coordinator,
-                        EventKind::Note { text: format!("the cluster was not ready after the faults: {e}") },
-                    )
-                    .context("writing the history")?;
+                let text = format!("the cluster was not ready after the faults: {e}");
+                for m in &self.members {
+                    m.history
+                        .record(Source::Coordinator, EventKind::Note { text: text.clone() })
+                        .context("writing the history")?;
+                }
                 anyhow::bail!("the cluster did not recover after the faults: {e}");
             }
         }
-        // The job has ended: every hook and outage answers now.
+        // The jobs have ended: every hook and outage answers now.
         while let Some(r) = self.waits.join_next().await {
             if let Ok((f, w)) = r {
                 self.on_wait(f, w)?;
             }
         }
-        let ran_ms = self.job_started.map(|t| t.elapsed().as_millis() as u64).unwrap_or(0);
         for f in 0..self.slots.len() {
             if self.slots[f].fired() {
                 continue;
             }
-            let reason = triggers::skipped_reason(&self.slots[f].spec, self.latest_persisted, ran_ms);
+            let st = &self.states[self.who(f)];
+            let ran_ms = st.job_started.map(|t| t.elapsed().as_millis() as u64).unwrap_or(0);
+            let reason = if self.deferred[f] {
+                // It fell due while its job was restoring, and waited for the
+                // workers to be up again; the job ended first.
+                format!(
+                    "it fell due while the job was restoring and waited for its workers; the job ended after {ran_ms} ms, before they were up again"
+                )
+            } else {
+                triggers::skipped_reason(&self.slots[f].spec, st.latest_persisted, ran_ms)
+            };
             let (name, fault) = (self.slots[f].name.clone(), self.slots[f].kind.clone());
-            self.record(EventKind::FaultSkipped { name, fault, reason: reason.clone() })?;
+            self.record(f, EventKind::FaultSkipped { name, fault, reason: reason.clone() })?;
             self.slots[f].skipped = Some(reason);
         }
-        self.history.sync().context("syncing the history")?;
-        Ok(self.slots.iter().filter_map(Slot::record).collect())
+        for m in &self.members {
+            m.history.sync().context("syncing the history")?;
+        }
+        Ok((0..self.members.len())
+            .map(|m| self.slots.iter().filter(|s| s.member.is_none_or(|x| x == m)).filter_map(Slot::record).collect())
+            .collect())
     }
 }

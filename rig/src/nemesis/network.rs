@@ -25,10 +25,11 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         let tid = match &spec.kind.transactional_id().cloned() {
             None => None,
             Some(TidSelector::Literal(t)) => Some(t.clone()),
-            Some(TidSelector::Subtask { subtask }) if *subtask < self.subject.workers() => {
+            Some(TidSelector::Subtask { subtask }) if *subtask < self.subject(f).workers() => {
+                let subject = &self.members[self.who(f)].subject;
                 Some(match due.trigger.checkpoint() {
-                    Some(n) => self.subject.transactional_id(*subtask, n),
-                    None => self.subject.open_transaction(*subtask).await,
+                    Some(n) => subject.transactional_id(*subtask, n),
+                    None => subject.open_transaction(*subtask).await,
                 })
             }
             Some(TidSelector::Subtask { subtask }) => {
@@ -40,7 +41,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
             return self.install_rule(f, due.trigger, tid, &[], None);
         }
         // The id a role names is the one open now.
-        let aim = match self.broker_aim(&spec.kind.target().cloned(), None).await {
+        let aim = match self.broker_aim(f, &spec.kind.target().cloned(), None).await {
             Ok(a) => a,
             Err(e) => return self.fault_failed(f, due.trigger, e),
         };

@@ -21,10 +21,13 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     pub(super) async fn fire_workers(&mut self, f: usize, due: Due) -> anyhow::Result<()> {
         let spec = self.spec(f).clone();
         let name = self.slots[f].name.clone();
+        let (attempt, restart_delay_ms) = (self.attempt(f), self.cfg(f).restart_delay_ms);
+        let look_after = self.look_after_ms(f);
+        let subject = &self.members[self.who(f)].subject;
         let targets = if spec.kind == FaultKind::JobOutage {
-            Ok((0..self.subject.workers()).collect())
+            Ok((0..subject.workers()).collect())
         } else {
-            super::targets::worker_targets(&spec.kind.target().cloned(), self.subject.workers())
+            super::targets::worker_targets(&spec.kind.target().cloned(), subject.workers())
         };
         let targets = match targets {
             Ok(t) => t,
@@ -32,9 +35,8 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         };
         match spec.kind.kind() {
             FaultKind::KillWorkers => {
-                let hits = self.subject.signal(targets, Signal::SIGKILL, name).await;
-                let start =
-                    WorkersStart { trigger: due.trigger, attempt: self.attempt, workers: hits, ..empty_start() };
+                let hits = subject.signal(targets, Signal::SIGKILL, name).await;
+                let start = WorkersStart { trigger: due.trigger, attempt, workers: hits, ..empty_start() };
                 let confirmed = all_confirmed(&start.workers);
                 self.fault_started(f, confirmed, Start::Workers(start))
             }
@@ -42,19 +44,19 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
                 let Some(d) = spec.duration_ms else {
                     return self.fault_failed(f, due.trigger, "pause-workers needs duration_ms".into());
                 };
-                let hits = self.subject.signal(targets, Signal::SIGSTOP, name).await;
+                let hits = subject.signal(targets, Signal::SIGSTOP, name).await;
                 let frozen: Vec<(u32, u32)> = hits.iter().filter_map(WorkerHit::hit).collect();
                 // The transactions the frozen workers hold open: the broker's
                 // view of them is the evidence of what a pause past the
                 // transaction timeout did.
                 let mut open = vec![];
                 for (s, _) in &frozen {
-                    open.push(self.subject.open_transaction(*s).await);
+                    open.push(subject.open_transaction(*s).await);
                 }
                 let confirmed = all_confirmed(&hits) && !frozen.is_empty();
                 let start = WorkersStart {
                     trigger: due.trigger,
-                    attempt: self.attempt,
+                    attempt,
                     workers: hits,
                     duration_ms: Some(d),
                     open_transactions: Some(open.clone()),
@@ -63,7 +65,6 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
                 // Past the transaction timeout plus the broker's abort scan
                 // (≤ 1 s in the library; 1.5 s margin), while still frozen:
                 // the broker's view then is the evidence.
-                let look_after = self.look_after_ms();
                 let now = Instant::now();
                 if d > look_after && !open.is_empty() {
                     self.heals.push(Heal {
@@ -83,8 +84,8 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
             _ => {
                 // The job stays down for the outage, whether it was running
                 // (the kill makes it fail over) or already down.
-                let d = spec.duration_ms.unwrap_or(self.cfg.restart_delay_ms);
-                let outage = match self.subject.outage(d, name).await {
+                let d = spec.duration_ms.unwrap_or(restart_delay_ms);
+                let outage = match subject.outage(d, name).await {
                     Ok(o) => o,
                     Err(e) => return self.fault_failed(f, due.trigger, e),
                 };
@@ -106,8 +107,8 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
 
     /// When the broker's view of a frozen worker's transaction is taken: past
     /// the transaction timeout and the abort scan.
-    pub(super) fn look_after_ms(&self) -> u64 {
-        u64::try_from(self.cfg.transaction_timeout_ms).unwrap_or(u64::MAX).saturating_add(1_500)
+    pub(super) fn look_after_ms(&self, f: usize) -> u64 {
+        u64::try_from(self.cfg(f).transaction_timeout_ms).unwrap_or(u64::MAX).saturating_add(1_500)
     }
 
     pub(super) fn outage_ended(
@@ -125,7 +126,8 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
 
     pub(super) async fn resume(&mut self, f: usize, frozen: Vec<(u32, u32)>) -> anyhow::Result<()> {
         let name = self.slots[f].name.clone();
-        let hits = self.subject.resume(frozen, name).await;
+        let subject = &self.members[self.who(f)].subject;
+        let hits = subject.resume(frozen, name).await;
         let workers = hits
             .into_iter()
             .map(|h| match h {
@@ -141,9 +143,9 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     /// The broker's view of the frozen workers' transactions, into the
     /// pause's start effect (and a note in the history).
     pub(super) fn observed(&mut self, f: usize, transactions: Transactions) -> anyhow::Result<()> {
-        let attempt = self.attempt;
+        let attempt = self.attempt(f);
         let mut obs =
-            WhileFrozen { after_ms: self.cfg.transaction_timeout_ms as i64 + 1_500, transactions, note: None };
+            WhileFrozen { after_ms: self.cfg(f).transaction_timeout_ms as i64 + 1_500, transactions, note: None };
         let started_in = self.slots[f].firings.last().and_then(|fi| match &fi.start {
             Start::Workers(w) => Some(w.attempt),
             _ => None,
@@ -157,7 +159,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         let name = self.slots[f].name.clone();
         let text =
             format!("fault {name}: the broker's view while frozen: {}", serde_json::to_value(&obs).unwrap_or_default());
-        self.record(sinkhole_workloads::model::EventKind::Note { text })?;
+        self.record(f, sinkhole_workloads::model::EventKind::Note { text })?;
         if let Some(Start::Workers(w)) = self.slots[f].firings.last_mut().map(|fi| &mut fi.start) {
             w.while_frozen = Some(obs);
         }

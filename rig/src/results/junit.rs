@@ -165,6 +165,7 @@ mod tests {
             fail_on_inconclusive: false,
             started: None,
             wall_ms: None,
+            ..Default::default()
         };
         let x = render(&s);
         assert!(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"sinkhole\" tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"1\""), "{x}");
@@ -209,6 +210,7 @@ mod tests {
             fail_on_inconclusive: false,
             started: None,
             wall_ms: None,
+            ..Default::default()
         };
         s.modes.push(crate::results::summary::rig_failed(
             SinkMode::Kip939,

@@ -131,6 +131,7 @@ pub fn check_results(dir: &Path, policy: Policy, warn: &mut dyn FnMut(&str)) -> 
             fail_on_inconclusive: false,
             started: None,
             wall_ms: None,
+            ..Default::default()
         }
     };
     for (v, path) in &verdicts {

@@ -38,7 +38,7 @@ impl ModeSummary {
 }
 
 /// `results/<run-id>/summary.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Summary {
     pub run_id: String,
     pub scenario: String,
@@ -57,6 +57,61 @@ pub struct Summary {
     /// The run's wall time: cluster start to the last mode's verdict; absent before schema 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_ms: Option<u64>,
+    /// The modes ran at the same time on one cluster (false: one after another).
+    #[serde(default)]
+    pub side_by_side: bool,
+    /// Side by side: whose event set off an event-triggered cluster fault —
+    /// a mode's name, or `first` (whichever mode reached it first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<String>,
+    /// Where the run's time went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Timings>,
+}
+
+/// Where a run's wall time went, phase by phase (milliseconds).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub side_by_side: bool,
+    /// Install check and cluster start, until every broker answers.
+    pub cluster_start_ms: u64,
+    /// Topic creation and the live read_committed tails.
+    pub topics_ms: u64,
+    /// The jobs, with the nemesis beside them, until every job ended and
+    /// every fault was healed (the scenario's own time).
+    pub jobs_ms: u64,
+    /// Draining the topics, the checker, the verdicts and latency.
+    pub check_ms: u64,
+    pub teardown_ms: u64,
+    pub report_ms: u64,
+    pub total_ms: u64,
+    /// Per mode: from the job's start to every worker's first open transaction.
+    #[serde(default)]
+    pub first_transaction_ms: Vec<(SinkMode, Option<u64>)>,
+}
+
+impl Timings {
+    /// One line for people: `cluster 4.9 s, topics 0.2 s, …`.
+    pub fn line(&self) -> String {
+        let s = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
+        let first: Vec<String> = self
+            .first_transaction_ms
+            .iter()
+            .map(|(m, t)| format!("{m} {}", t.map(|t| format!("{t} ms")).unwrap_or_else(|| "none".into())))
+            .collect();
+        format!(
+            "cluster {}, topics {}, jobs {} ({}), check {}, teardown {}, report {}; total {}{}",
+            s(self.cluster_start_ms),
+            s(self.topics_ms),
+            s(self.jobs_ms),
+            if self.side_by_side { "side by side" } else { "one after another" },
+            s(self.check_ms),
+            s(self.teardown_ms),
+            s(self.report_ms),
+            s(self.total_ms),
+            if first.is_empty() { String::new() } else { format!("; first transaction: {}", first.join(", ")) }
+        )
+    }
 }
 
 /// The reason of a row whose mode the rig failed to run.
@@ -268,6 +323,7 @@ mod tests {
             fail_on_inconclusive: false,
             started: None,
             wall_ms: None,
+            ..Default::default()
         };
         s.upgrade();
         assert_eq!(s.modes[0].outcome, Outcome::Error);
@@ -306,6 +362,7 @@ mod tests {
             fail_on_inconclusive: false,
             started: None,
             wall_ms: None,
+            ..Default::default()
         };
         let text = render_text(&s);
         let table = render_table(&s.modes);

@@ -1,24 +1,31 @@
-//! The runner: one sink mode of one scenario, end to end — the subject (the
-//! rig's own job) and the nemesis side by side, both writing one history.
+//! The runner: the modes of one scenario, end to end — their subjects (the
+//! rig's own job, or Flink's KafkaSink on a Flink cluster) and one nemesis
+//! beside them, each mode writing its own history.
 //!
-//! Jepsen's interpreter in miniature: the job runs on its own task, the
+//! Jepsen's interpreter in miniature: every job runs on its own task, the
 //! nemesis on this one, and they meet only at the subject boundary
-//! ([`crate::subject`]). When the job has ended, the nemesis heals what is
-//! still faulted, and the two reports make the mode's outcome.
+//! ([`crate::subject`]). Several modes may run at once on one cluster
+//! ([`run_modes`]): the nemesis then fires a job's faults per mode and the
+//! cluster's once for all ([`crate::nemesis::members`]). When every job has
+//! ended, the nemesis heals what is still faulted, and each job's report and
+//! its fault records make that mode's outcome.
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
+use anyhow::{anyhow, Context};
 use sinkhole_workloads::model::SinkMode;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
 use crate::cluster::Cluster;
 use crate::history::{self, ModeOutcome};
-use crate::nemesis::{self, Nemesis};
-use crate::scenario::Scenario;
+pub use crate::nemesis::Lead;
+use crate::nemesis::{self, Member, Nemesis};
+use crate::scenario::{FaultSpec, Scenario};
+use crate::subject::any::AnySubject;
 use crate::subject::flink::{self, FlinkConfig};
 use crate::subject::rig_job::{self, JobConfig, Launcher, ProcessLauncher};
-use crate::subject::{JobReport, Subject};
+use crate::subject::{JobReport, Notice};
 
 #[cfg(test)]
 mod tests;
@@ -30,8 +37,6 @@ pub struct ModeRun<'a> {
     pub scenario: &'a Scenario,
     /// `results/<run-id>/<mode>/`: history.jsonl, checkpoints/, logs/ go here.
     pub dir: PathBuf,
-    /// Either backend (local processes or containers).
-    pub cluster: &'a mut dyn Cluster,
     pub topic: String,
     /// Transactional id prefix for this mode (unique per run and mode).
     pub tid_prefix: String,
@@ -42,13 +47,100 @@ pub struct ModeRun<'a> {
     pub progress: bool,
 }
 
-/// Runs one mode of the scenario on `run.cluster` (already up, topic created)
+/// Runs one mode of the scenario on `cluster` (already up, topic created)
 /// until the job finishes, fails or turns out unsupported; every fault still
 /// in effect is healed before it returns, so the topic can be read.
-pub async fn run_mode(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
-    if !run.mode.rig_job() {
-        return run_flink(run).await;
+pub async fn run_mode(run: ModeRun<'_>, cluster: &mut dyn Cluster) -> anyhow::Result<ModeOutcome> {
+    let faults = run.scenario.faults.clone();
+    run_modes(vec![run], faults, Lead::First, cluster).await.pop().expect("one mode, one outcome")
+}
+
+/// Runs these modes at the same time on `cluster`, under one nemesis for
+/// `faults`; `lead` says whose events set off an event-triggered cluster
+/// fault (an index into `runs`). One outcome per mode, in `runs`' order: a
+/// mode whose subject did not start is an error while the others run on.
+pub async fn run_modes(
+    runs: Vec<ModeRun<'_>>,
+    faults: Vec<FaultSpec>,
+    lead: Lead,
+    cluster: &mut dyn Cluster,
+) -> Vec<anyhow::Result<ModeOutcome>> {
+    let (bootstrap_tx, _) = watch::channel(cluster.client_bootstrap());
+    let mut started = Vec::with_capacity(runs.len());
+    for run in &runs {
+        let s = if run.mode.rig_job() {
+            start_rig(run, &*cluster, &bootstrap_tx)
+        } else {
+            let bootstrap = cluster.bootstrap_list();
+            start_flink(run, bootstrap).await
+        };
+        started.push(s.with_context(|| format!("starting mode {}", run.mode)));
     }
+    side_by_side(started, faults, lead, cluster, bootstrap_tx).await
+}
+
+/// The jobs of `jobs` (each with its launcher's workers) side by side under
+/// `faults` on `cluster`: what [`run_modes`] does, with the workers a test chooses.
+pub async fn run_jobs<L: Launcher + 'static, B: Cluster + ?Sized>(
+    jobs: Vec<(JobConfig, L)>,
+    faults: Vec<FaultSpec>,
+    lead: Lead,
+    cluster: &mut B,
+) -> Vec<anyhow::Result<ModeOutcome>> {
+    let (bootstrap_tx, _) = watch::channel(cluster.client_bootstrap());
+    let started = jobs.into_iter().map(|(cfg, launcher)| start_job(cfg, launcher, &bootstrap_tx)).collect();
+    side_by_side(started, faults, lead, cluster, bootstrap_tx).await
+}
+
+/// The job of `cfg` with `launcher`'s workers, under `faults`, on `cluster`.
+pub async fn run_job<L: Launcher + 'static, B: Cluster + ?Sized>(
+    cfg: JobConfig,
+    launcher: L,
+    faults: Vec<FaultSpec>,
+    cluster: &mut B,
+) -> anyhow::Result<ModeOutcome> {
+    run_jobs(vec![(cfg, launcher)], faults, Lead::First, cluster).await.pop().expect("one job, one outcome")
+}
+
+/// A subject that is running: the nemesis' handle on it, its notices, its
+/// end, and the history it writes.
+struct Started {
+    member: Member<AnySubject>,
+    notices: mpsc::UnboundedReceiver<Notice>,
+    done: JoinHandle<anyhow::Result<JobReport>>,
+    path: PathBuf,
+}
+
+fn history_in(dir: &std::path::Path, mode: SinkMode) -> anyhow::Result<(history::Writer, PathBuf)> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("history.jsonl");
+    let w =
+        history::Writer::create(&path, mode, Instant::now()).with_context(|| format!("creating {}", path.display()))?;
+    Ok((w, path))
+}
+
+fn nemesis_config(
+    mode: SinkMode,
+    topic: &str,
+    partitions: u32,
+    job: &crate::scenario::JobSpec,
+    progress: bool,
+) -> nemesis::Config {
+    nemesis::Config {
+        mode,
+        topic: topic.to_string(),
+        partitions,
+        transaction_timeout_ms: job.transaction_timeout_ms,
+        restart_delay_ms: job.restart_delay_ms,
+        progress,
+    }
+}
+
+fn start_rig(
+    run: &ModeRun<'_>,
+    cluster: &dyn Cluster,
+    bootstrap: &watch::Sender<Vec<String>>,
+) -> anyhow::Result<Started> {
     let job = JobConfig {
         run_id: run.run_id.clone(),
         mode: run.mode,
@@ -58,82 +150,31 @@ pub async fn run_mode(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
         partitions: run.scenario.topic.partitions,
         tid_prefix: run.tid_prefix.clone(),
         progress: run.progress,
-        sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| run.cluster.sink_listener()),
+        sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| cluster.sink_listener()),
     };
-    let launcher = ProcessLauncher::new(run.sinkhole_bin.clone());
-    run_job(job, launcher, run.scenario.faults.clone(), run.cluster).await
+    start_job(job, ProcessLauncher::new(run.sinkhole_bin.clone()), bootstrap)
 }
 
-/// The job of `cfg` with `launcher`'s workers, under `faults`, on `cluster`.
-pub async fn run_job<L: Launcher + 'static, B: crate::cluster::Cluster + ?Sized>(
+fn start_job<L: Launcher + 'static>(
     cfg: JobConfig,
     launcher: L,
-    faults: Vec<crate::scenario::FaultSpec>,
-    cluster: &mut B,
-) -> anyhow::Result<ModeOutcome> {
-    std::fs::create_dir_all(&cfg.dir).with_context(|| format!("creating {}", cfg.dir.display()))?;
-    let path = cfg.dir.join("history.jsonl");
-    let history = history::Writer::create(&path, cfg.mode, Instant::now())
-        .with_context(|| format!("creating {}", path.display()))?;
-    let (bootstrap_tx, bootstrap_rx) = watch::channel(Vec::new());
-    bootstrap_tx.send_replace(cluster.client_bootstrap());
-    let ncfg = nemesis::Config {
-        mode: cfg.mode,
-        topic: cfg.topic.clone(),
-        partitions: cfg.partitions,
-        transaction_timeout_ms: cfg.job.transaction_timeout_ms,
-        restart_delay_ms: cfg.job.restart_delay_ms,
-        progress: cfg.progress,
-    };
-    let running = rig_job::start(cfg, launcher, history.clone(), bootstrap_rx)?;
-    let started = Started { handle: running.handle, notices: running.notices, done: running.done };
-    beside(started, faults, cluster, history, path, bootstrap_tx, ncfg).await
-}
-
-/// A subject that is running: the nemesis' handle, its notices, and its end.
-struct Started<S: Subject> {
-    handle: S,
-    notices: tokio::sync::mpsc::UnboundedReceiver<crate::subject::Notice>,
-    done: tokio::task::JoinHandle<anyhow::Result<JobReport>>,
-}
-
-/// The nemesis beside a started subject until the job has ended; the two reports make the
-/// mode's outcome. The nemesis never learns which subject it faces.
-async fn beside<S: Subject + Clone + 'static, B: crate::cluster::Cluster + ?Sized>(
-    running: Started<S>,
-    faults: Vec<crate::scenario::FaultSpec>,
-    cluster: &mut B,
-    history: history::Writer,
-    path: PathBuf,
-    bootstrap_tx: watch::Sender<Vec<String>>,
-    ncfg: nemesis::Config,
-) -> anyhow::Result<ModeOutcome> {
-    let nemesis = Nemesis::new(faults, running.handle.clone(), cluster, history.clone(), bootstrap_tx, ncfg);
-    let faults = match nemesis.run(running.notices).await {
-        Ok(f) => f,
-        Err(e) => {
-            // Nothing may outlive the runner: the job's task owns the workers.
-            running.done.abort();
-            let _ = running.done.await;
-            return Err(e);
-        }
-    };
-    let report = running.done.await.context("the job's task")??;
-    Ok(ModeOutcome {
-        job: report.job,
-        attempts: report.attempts,
-        checkpoints_completed: report.checkpoints_completed,
-        history: path,
-        faults,
-        committables_dropped: report.committables_dropped,
-        wall_ms: report.wall_ms,
+    bootstrap: &watch::Sender<Vec<String>>,
+) -> anyhow::Result<Started> {
+    let (history, path) = history_in(&cfg.dir, cfg.mode)?;
+    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress);
+    let running = rig_job::start(cfg, launcher, history.clone(), bootstrap.subscribe())?;
+    Ok(Started {
+        member: Member { subject: AnySubject::Rig(running.handle), history, cfg: ncfg },
+        notices: running.notices,
+        done: running.done,
+        path,
     })
 }
 
 /// The `flink-kafkasink` mode: Flink's own KafkaSink on a Flink cluster of the mode's own
 /// (`<dir>/flink/`), its producers bootstrapping from the cluster (through the proxy when
 /// there is one), under the same faults.
-async fn run_flink(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
+async fn start_flink(run: &ModeRun<'_>, bootstrap: Vec<String>) -> anyhow::Result<Started> {
     let f = run.scenario.flink_spec();
     let (version, connector) = (f.version.clone(), f.connector());
     let dist = tokio::task::spawn_blocking(move || {
@@ -156,23 +197,99 @@ async fn run_flink(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
         topic: run.topic.clone(),
         partitions: run.scenario.topic.partitions,
         tid_prefix: run.tid_prefix.clone(),
-        bootstrap: run.cluster.bootstrap_list(),
+        bootstrap,
         progress: run.progress,
     };
-    std::fs::create_dir_all(&cfg.dir).with_context(|| format!("creating {}", cfg.dir.display()))?;
-    let path = cfg.dir.join("history.jsonl");
-    let history = history::Writer::create(&path, cfg.mode, Instant::now())
-        .with_context(|| format!("creating {}", path.display()))?;
-    let (bootstrap_tx, _) = watch::channel(Vec::new());
-    let ncfg = nemesis::Config {
-        mode: cfg.mode,
-        topic: cfg.topic.clone(),
-        partitions: cfg.partitions,
-        transaction_timeout_ms: cfg.job.transaction_timeout_ms,
-        restart_delay_ms: cfg.job.restart_delay_ms,
-        progress: cfg.progress,
-    };
+    let (history, path) = history_in(&cfg.dir, cfg.mode)?;
+    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress);
     let running = flink::start(cfg, history.clone())?;
-    let started = Started { handle: running.handle, notices: running.notices, done: running.done };
-    beside(started, run.scenario.faults.clone(), run.cluster, history, path, bootstrap_tx, ncfg).await
+    Ok(Started {
+        member: Member { subject: AnySubject::Flink(running.handle), history, cfg: ncfg },
+        notices: running.notices,
+        done: running.done,
+        path,
+    })
+}
+
+/// The nemesis beside every started subject until each job has ended; each
+/// job's report and its fault records make its mode's outcome. The nemesis
+/// never learns which subjects it faces.
+async fn side_by_side<B: Cluster + ?Sized>(
+    started: Vec<anyhow::Result<Started>>,
+    faults: Vec<FaultSpec>,
+    lead: Lead,
+    cluster: &mut B,
+    bootstrap: watch::Sender<Vec<String>>,
+) -> Vec<anyhow::Result<ModeOutcome>> {
+    let mut out: Vec<Option<anyhow::Result<ModeOutcome>>> = Vec::with_capacity(started.len());
+    // Of the ones that started: their index in `out`, and their parts.
+    let (mut slots, mut members, mut dones, mut paths) = (vec![], vec![], vec![], vec![]);
+    let (notice_tx, notices) = mpsc::unbounded_channel::<(usize, Notice)>();
+    for (i, s) in started.into_iter().enumerate() {
+        match s {
+            Ok(s) => {
+                let m = members.len();
+                // One stream for the nemesis: each notice tagged with its member,
+                // its hold carried along. A forwarder ends with its subject's stream.
+                let (tx, mut rx) = (notice_tx.clone(), s.notices);
+                tokio::spawn(async move {
+                    while let Some(n) = rx.recv().await {
+                        if tx.send((m, n)).is_err() {
+                            break;
+                        }
+                    }
+                });
+                slots.push(i);
+                members.push(s.member);
+                dones.push(s.done);
+                paths.push(s.path);
+                out.push(None);
+            }
+            Err(e) => out.push(Some(Err(e))),
+        }
+    }
+    drop(notice_tx);
+    if members.is_empty() {
+        return out.into_iter().map(|o| o.expect("every mode failed to start")).collect();
+    }
+    // The lead is named among every mode; among the started ones it moves
+    // down, and a lead that did not start leaves the first-to-reach rule.
+    let lead = match lead {
+        Lead::Member(l) => slots.iter().position(|&i| i == l).map(Lead::Member).unwrap_or(Lead::First),
+        Lead::First => Lead::First,
+    };
+    let nemesis = Nemesis::new(faults, members, lead, cluster, bootstrap);
+    match nemesis.run(notices).await {
+        Ok(records) => {
+            for (((i, done), path), faults) in slots.into_iter().zip(dones).zip(paths).zip(records) {
+                out[i] = Some(outcome(done, path, faults).await);
+            }
+        }
+        Err(e) => {
+            // Nothing may outlive the runner: each job's task owns its workers.
+            for (i, done) in slots.into_iter().zip(dones) {
+                done.abort();
+                let _ = done.await;
+                out[i] = Some(Err(anyhow!("the nemesis failed: {e:#}")));
+            }
+        }
+    }
+    out.into_iter().map(|o| o.expect("every mode has an outcome")).collect()
+}
+
+async fn outcome(
+    done: JoinHandle<anyhow::Result<JobReport>>,
+    path: PathBuf,
+    faults: Vec<crate::history::fault::FaultRecord>,
+) -> anyhow::Result<ModeOutcome> {
+    let report = done.await.context("the job's task")??;
+    Ok(ModeOutcome {
+        job: report.job,
+        attempts: report.attempts,
+        checkpoints_completed: report.checkpoints_completed,
+        history: path,
+        faults,
+        committables_dropped: report.committables_dropped,
+        wall_ms: report.wall_ms,
+    })
 }

@@ -915,9 +915,9 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
 
 /// `run_mode` must be usable from a spawned task.
 #[allow(dead_code)]
-fn run_mode_is_send(run: super::ModeRun<'static>) {
+fn run_mode_is_send(run: super::ModeRun<'static>, cluster: &'static mut dyn Cluster) {
     fn is_send<T: Send>(_: &T) {}
-    is_send(&super::run_mode(run));
+    is_send(&super::run_mode(run, cluster));
 }
 
 fn fault(name: &str, kind: Fault, when: When) -> FaultSpec {
@@ -1255,4 +1255,148 @@ async fn a_fault_that_had_to_wait_for_the_cluster_is_late_and_the_verdict_inconc
         j.reason
     );
     r.cleanup();
+}
+
+/// Several modes' jobs side by side under one nemesis, as `sinkhole run` runs them.
+async fn run_side_by_side<B: Cluster>(
+    name: &str,
+    modes: &[SinkMode],
+    faults: Vec<FaultSpec>,
+    lead: super::Lead,
+    brokers: &mut B,
+) -> Vec<Ran> {
+    let dir = dir(name);
+    let mut jobs = vec![];
+    let mut all_configs = vec![];
+    for &mode in modes {
+        let (launcher, configs) = FakeLauncher::new(Behavior { step: 10, ..Behavior::default() });
+        let cfg = JobConfig {
+            run_id: format!("test-{name}"),
+            mode,
+            dir: dir.join(mode.name()),
+            job: job(2, 3_000),
+            topic: format!("out-{mode}"),
+            partitions: 3,
+            tid_prefix: format!("t-{name}-{mode}"),
+            progress: false,
+            sink_listener: None,
+        };
+        jobs.push((cfg, launcher));
+        all_configs.push(configs);
+    }
+    let outcomes = tokio::time::timeout(Duration::from_secs(30), super::run_jobs(jobs, faults, lead, brokers))
+        .await
+        .expect("the jobs ended within 30 s");
+    outcomes
+        .into_iter()
+        .zip(all_configs)
+        .map(|(o, configs)| {
+            let outcome = o.unwrap();
+            let events = history::read(&outcome.history).unwrap().events;
+            let faults = outcome
+                .faults
+                .iter()
+                .map(|f| Rec {
+                    name: f.name.clone(),
+                    fired: f.fired,
+                    confirmed: f.confirmed,
+                    effect: f.effect.to_value(),
+                })
+                .collect();
+            let configs = configs.lock().unwrap().clone();
+            Ran { outcome, faults, events, configs, dir: dir.clone() }
+        })
+        .collect()
+}
+
+fn started_of<'r>(r: &'r Ran, name: &str) -> Vec<&'r Event> {
+    r.events.iter().filter(|e| matches!(&e.kind, EventKind::FaultStarted { name: n, .. } if n == name)).collect()
+}
+
+/// Side by side, a fault on a job fires once per mode on that mode's own
+/// event, and a fault on the cluster fires once for all: one broker action,
+/// recorded in every mode's history with the same firing, which mode set
+/// it off and where each mode was at that moment.
+#[tokio::test]
+async fn side_by_side_a_job_fault_fires_per_mode_and_a_cluster_fault_once_for_all() {
+    let modes = [SinkMode::Legacy, SinkMode::TwopcInject];
+    let faults = vec![
+        fault(
+            "kill-0",
+            Fault::KillWorkers(Workers { target: Some(Target::Ids(vec![0])) }),
+            When::CheckpointPersisted(2),
+        ),
+        fault("restart", Fault::BrokerRestart(Nodes { target: Target::Ids(vec![3]) }), When::CheckpointPersisted(4)),
+        FaultSpec {
+            duration_ms: Some(100),
+            ..fault("pause-2", Fault::BrokerPause(Nodes { target: Target::Ids(vec![2]) }), When::AtMs(300))
+        },
+    ];
+    let mut brokers = FakeBrokers::default();
+    let runs = run_side_by_side("sbs", &modes, faults, super::Lead::First, &mut brokers).await;
+    let actions: Vec<(i32, NodeAction)> = brokers.log.iter().map(|(_, n, a)| (*n, *a)).collect();
+    for want in [(3, NodeAction::Restart), (2, NodeAction::Pause), (2, NodeAction::Resume)] {
+        assert_eq!(actions.iter().filter(|a| **a == want).count(), 1, "once for both modes: {want:?} in {actions:?}");
+    }
+    let mut views = vec![];
+    for (r, mode) in runs.iter().zip(modes) {
+        assert_eq!(r.outcome.job, JobOutcome::Finished, "{mode}: {:#?}", r.coordinator());
+        assert!(r.outcome.attempts >= 2, "{mode}: its own kill made it fail over");
+        for f in &r.faults {
+            assert!(f.fired && f.confirmed, "{mode}: {f:?}");
+        }
+        // Its own kill, after its own checkpoint 2 was persisted.
+        let kill = started_of(r, "kill-0");
+        assert_eq!(kill.len(), 1, "{mode}");
+        let persisted = mono(r, |k| matches!(k, EventKind::CheckpointPersisted { id: 2, .. }));
+        assert!(kill[0].mono_us >= persisted, "{mode}: the kill came on its own event");
+        // Every worker the kill hit was this mode's.
+        let hit = r.faults.iter().find(|f| f.name == "kill-0").unwrap();
+        assert_eq!(hit.effect["start"]["attempt"], 0, "{mode}: {hit:?}");
+        // The cluster faults, once each in this history.
+        for name in ["restart", "pause-2"] {
+            assert_eq!(started_of(r, name).len(), 1, "{mode}: {name}");
+        }
+        let restart = r.faults.iter().find(|f| f.name == "restart").unwrap();
+        let trigger = &restart.effect["start"]["trigger"];
+        assert!(modes.iter().any(|m| trigger["mode"] == m.name()), "which mode set it off: {trigger}");
+        let modes_view = trigger["modes"].as_array().unwrap();
+        assert_eq!(modes_view.len(), 2, "{trigger}");
+        assert_eq!(modes_view[0]["mode"], "legacy");
+        assert_eq!(modes_view[1]["mode"], "twopc-inject");
+        views.push(restart.effect.clone());
+    }
+    // The same firing, the same view, in both histories.
+    assert_eq!(views[0], views[1]);
+    // Each mode's workers wrote under its own prefix only.
+    for (r, mode) in runs.iter().zip(modes) {
+        assert!(r.configs.iter().all(|c| c.tid_prefix.ends_with(mode.name())), "{mode}");
+    }
+    std::fs::remove_dir_all(&runs[0].dir).unwrap();
+}
+
+/// With a lead, an event-triggered cluster fault fires on the lead's event
+/// alone: inside the lead's persist→notify window of that checkpoint.
+#[tokio::test]
+async fn side_by_side_a_lead_mode_sets_off_the_cluster_faults() {
+    let modes = [SinkMode::Legacy, SinkMode::TwopcInject];
+    let faults = vec![fault(
+        "restart",
+        Fault::BrokerRestart(Nodes { target: Target::Ids(vec![3]) }),
+        When::CheckpointPersisted(3),
+    )];
+    let mut brokers = FakeBrokers::default();
+    let runs = run_side_by_side("lead", &modes, faults, super::Lead::Member(1), &mut brokers).await;
+    let lead = &runs[1];
+    let restart = lead.faults.iter().find(|f| f.name == "restart").unwrap();
+    assert_eq!(restart.effect["start"]["trigger"]["mode"], "twopc-inject", "{restart:?}");
+    let fired = started_of(lead, "restart")[0].mono_us;
+    let persisted = mono(lead, |k| matches!(k, EventKind::CheckpointPersisted { id: 3, .. }));
+    let notified = mono(lead, |k| *k == EventKind::CheckpointNotified { id: 3 });
+    assert!(persisted <= fired && fired <= notified, "in the lead's window: {persisted} {fired} {notified}");
+    // The other mode's history has it too, at the same wall-clock moment.
+    let other = started_of(&runs[0], "restart");
+    assert_eq!(other.len(), 1);
+    assert!(other[0].wall_ms.abs_diff(started_of(lead, "restart")[0].wall_ms) <= 5);
+    std::fs::remove_dir_all(&lead.dir).unwrap();
 }

@@ -43,6 +43,19 @@ impl FaultSpec {
     pub fn new(kind: Fault, when: When) -> FaultSpec {
         FaultSpec { name: None, when, duration_ms: None, times: None, kind }
     }
+
+    /// Whether the fault belongs to one job rather than to the cluster every
+    /// job shares. When modes run side by side, a job's fault (its workers,
+    /// its coordinator, a protocol fault on one transactional id) fires per
+    /// mode on that mode's own events; a cluster fault (a broker, the
+    /// network, a protocol fault on every id) fires once for all of them.
+    pub fn job_scoped(&self) -> bool {
+        match self.kind.kind().family() {
+            Family::Workers | Family::Coordinator => true,
+            Family::Protocol => self.kind.transactional_id().is_some(),
+            Family::Brokers | Family::Network => false,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -59,6 +59,15 @@ pub struct Scenario {
     pub schedule: Option<RandomSchedule>,
     #[serde(default)]
     pub expect: BTreeMap<SinkMode, Expectation>,
+    /// Run the modes one after another, each alone on the cluster, instead
+    /// of side by side (`--sequential` does the same for one run).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sequential: bool,
+    /// Side by side, the mode whose events set off an event-triggered fault
+    /// on the cluster (a broker, the network); default: whichever mode
+    /// reaches the event first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<SinkMode>,
     /// The Flink cluster of the `flink-kafkasink` mode (defaults when the mode runs without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flink: Option<FlinkSpec>,

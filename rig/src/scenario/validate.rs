@@ -140,6 +140,17 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         }
     }
 
+    if let Some(l) = s.lead {
+        if !s.modes.contains(&l) {
+            bad(
+                vec![key("lead")],
+                format!("{l} is not in modes [{}]", s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")),
+            );
+        } else if s.sequential {
+            bad(vec![key("lead")], "a lead mode, but sequential: true runs one mode at a time".into());
+        }
+    }
+
     // flink
     let flink_mode = s.modes.contains(&SinkMode::FlinkKafkasink);
     if let Some(f) = &s.flink {

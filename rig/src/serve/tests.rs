@@ -88,6 +88,7 @@ fn the_index_escapes_what_the_results_say() {
         fail_on_inconclusive: false,
         started: None,
         wall_ms: None,
+        ..Default::default()
     };
     std::fs::write(run.join("summary.json"), crate::provenance::to_json(&summary).unwrap()).unwrap();
     let found = discover(&root);

@@ -35,6 +35,7 @@ use tokio::sync::oneshot;
 
 pub use crate::history::fault::WorkerHit;
 
+pub mod any;
 pub mod flink;
 pub mod rig_job;
 

@@ -355,6 +355,12 @@ fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
     if let Some(s) = &d.summary {
         kv.push(("scenario file", s.source.display().to_string()));
         kv.push(("exit code", s.exit_code.to_string()));
+        if s.modes.len() > 1 {
+            kv.push(("modes ran", modes_ran(s)));
+        }
+        if let Some(t) = &s.timings {
+            kv.push(("time", t.line()));
+        }
     }
     kv.push(("results", d.dir.display().to_string()));
     h.push_str("<table class=\"kv\">");
@@ -437,16 +443,22 @@ fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
         kv_table(h, "expected", &serde_json::Value::Object(ex));
         h.push_str("</div>\n");
         if !s.faults.is_empty() {
-            h.push_str("<h3>faults</h3>\n<table><tr><th>name</th><th>kind</th><th>target</th><th>when</th><th>duration</th></tr>\n");
+            let side_by_side = d.summary.as_ref().is_some_and(|s| s.side_by_side);
+            h.push_str("<h3>faults</h3>\n<table><tr><th>name</th><th>kind</th><th>target</th><th>when</th><th>duration</th>");
+            if side_by_side {
+                h.push_str("<th>fires</th>");
+            }
+            h.push_str("</tr>\n");
             for (i, f) in s.faults.iter().enumerate() {
                 let kind = serde_json::to_value(f.kind.kind())
                     .ok()
                     .and_then(|v| v.as_str().map(String::from))
                     .unwrap_or_default();
                 let name = f.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
+                let fires = if side_by_side { format!("<td>{}</td>", esc(&fires(d, f, &name))) } else { String::new() };
                 let _ = writeln!(
                     h,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{fires}</tr>",
                     esc(&name),
                     esc(&kind),
                     esc(&f
@@ -465,6 +477,34 @@ fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
         let _ = writeln!(h, "<details><summary>scenario.yaml</summary><pre>{}</pre></details>", esc(y));
     }
     h.push_str("</section>\n");
+}
+
+/// How the modes of a run shared the cluster, in words.
+fn modes_ran(s: &Summary) -> String {
+    if !s.side_by_side {
+        return "one after another, each alone on the cluster".into();
+    }
+    let lead = match s.lead.as_deref() {
+        None | Some("first") => "the first mode to reach its event".to_string(),
+        Some(m) => format!("{m}'s events (lead: {m})"),
+    };
+    format!("side by side on one cluster; an event-triggered cluster fault fires on {lead}")
+}
+
+/// Side by side: whether a fault fired per mode or once for all, and for a
+/// cluster fault that fired, which mode's event or clock set it off.
+fn fires(d: &RunData, f: &crate::scenario::FaultSpec, name: &str) -> String {
+    if f.job_scoped() {
+        return "per mode, on its own events".into();
+    }
+    let by = d.modes.iter().filter_map(|m| m.verdict.as_ref()).find_map(|v| {
+        let r = v.faults.iter().find(|r| r.name == name)?;
+        r.effect.start()?.trigger()?.mode.clone()
+    });
+    match by {
+        Some(m) => format!("once for all modes, set off by {m}"),
+        None => "once for all modes".into(),
+    }
 }
 
 /// A value as one short line: strings bare, the rest as compact JSON.

@@ -201,6 +201,7 @@ fn results(tag: &str) -> PathBuf {
         fail_on_inconclusive: false,
         started: None,
         wall_ms: None,
+        ..Default::default()
     };
     std::fs::write(dir.join("summary.json"), serde_json::to_string(&summary).unwrap()).unwrap();
     dir
