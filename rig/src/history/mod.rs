@@ -25,6 +25,7 @@ pub use sinkhole_workloads::model::{Event, EventKind, Source};
 
 pub mod fault;
 pub mod outcome;
+pub mod trigger;
 
 pub use fault::FaultRecord;
 pub use outcome::{JobOutcome, ModeOutcome};

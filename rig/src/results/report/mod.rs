@@ -444,7 +444,9 @@ fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
         h.push_str("</div>\n");
         if !s.faults.is_empty() {
             let side_by_side = d.summary.as_ref().is_some_and(|s| s.side_by_side);
-            h.push_str("<h3>faults</h3>\n<table><tr><th>name</th><th>kind</th><th>target</th><th>when</th><th>duration</th>");
+            h.push_str(
+                "<h3>faults</h3>\n<table><tr><th>name</th><th>kind</th><th>target</th><th>when</th><th>duration</th>",
+            );
             if side_by_side {
                 h.push_str("<th>fires</th>");
             }
