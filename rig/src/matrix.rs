@@ -70,6 +70,8 @@ pub struct MatrixArgs {
     pub shard: Option<Shard>,
     /// `--sequential`: each cell's modes one after another.
     pub sequential: bool,
+    /// `--fresh-clusters`: every cell starts its own cluster.
+    pub no_reuse: bool,
 }
 
 impl Default for MatrixArgs {
@@ -86,6 +88,7 @@ impl Default for MatrixArgs {
             fail_on_inconclusive: false,
             shard: None,
             sequential: false,
+            no_reuse: false,
         }
     }
 }
@@ -273,6 +276,13 @@ pub struct CellResult {
     /// The cell's wall time: cluster start to teardown and report.
     #[serde(default)]
     pub wall_ms: u64,
+    /// The run whose cluster the cell reused (consecutive cells with the
+    /// same cluster spec share a healthy cluster); absent: it started its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_reused_from: Option<String>,
+    /// Why the previous cell's cluster was not reused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_fresh_because: Option<String>,
 }
 
 impl CellResult {
@@ -290,6 +300,8 @@ impl CellResult {
             modes: Vec::new(),
             error: None,
             wall_ms: 0,
+            cluster_reused_from: None,
+            cluster_fresh_because: None,
         }
     }
 
@@ -320,6 +332,8 @@ impl CellResult {
         self.dir = Some(s.dir.clone());
         self.modes = s.modes.clone();
         self.wall_ms = wall_ms;
+        self.cluster_reused_from = s.cluster_reused_from.clone();
+        self.cluster_fresh_because = s.cluster_fresh_because.clone();
     }
 }
 

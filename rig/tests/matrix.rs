@@ -56,6 +56,8 @@ fn cell(scenario: &str, kafka: &str, seed: u64, modes: Vec<ModeSummary>) -> Cell
         modes,
         error: None,
         wall_ms: 30_000,
+        cluster_reused_from: None,
+        cluster_fresh_because: None,
     }
 }
 
@@ -662,6 +664,18 @@ fn live_shards_merged_equal_the_unsharded_matrix() {
     assert!(w.cells.iter().all(|c| c.status == CellStatus::Done && c.modes[0].outcome == Outcome::Pass), "{w:?}");
     assert_eq!(without_run(&m), without_run(&w));
     assert_eq!(m.totals, w.totals);
+    // A fault-free cell leaves the cluster healthy: the whole matrix's later
+    // cells ran on the first cell's cluster, and matrix.json says so.
+    let first = w.cells[0].run_id.clone();
+    assert_eq!(w.cells[0].cluster_reused_from, None, "{:?}", w.cells[0]);
+    for c in &w.cells[1..] {
+        assert_eq!(c.cluster_reused_from, first, "{c:?}");
+        assert_eq!(c.cluster_fresh_because, None, "{c:?}");
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(c.dir.as_ref().unwrap().join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(s["cluster_reused_from"], serde_json::json!(first), "{s}");
+    }
     assert_eq!(m.exit_code, w.exit_code);
     for o in [&whole, &s1, &s2, &merged] {
         assert_eq!(o.status.code(), Some(i32::from(w.exit_code)), "{}", String::from_utf8_lossy(&o.stderr));

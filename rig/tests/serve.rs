@@ -89,6 +89,8 @@ fn results(base: &Path) -> PathBuf {
             modes: summary.modes.clone(),
             error: None,
             wall_ms: 180_000,
+            cluster_reused_from: None,
+            cluster_fresh_because: None,
         }],
         totals: Default::default(),
         wall_ms: 1_200_000,

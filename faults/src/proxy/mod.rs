@@ -552,6 +552,17 @@ impl Proxy {
         self.shared.routes.clone()
     }
 
+    /// Starts the draws over from `seed`, as a fresh proxy would: a run on a
+    /// cluster kept from an earlier run draws what it would have drawn alone.
+    pub fn reseed(&self, seed: u64) {
+        *lock(&self.shared.rng) = SplitMix64::new(seed);
+    }
+
+    /// How many rules are installed now (none once every fault is healed).
+    pub fn active_rules(&self) -> usize {
+        self.shared.rule_count.load(Ordering::Acquire)
+    }
+
     pub fn add(&self, rule: Rule) -> RuleId {
         let mut st = lock(&self.shared.state);
         st.next_rule += 1;

@@ -63,3 +63,51 @@ async fn a_seed_draws_what_it_always_drew() {
     ];
     assert_eq!(draws(7, 16).await, pinned);
 }
+
+/// A proxy kept for a second run and reseeded draws what a fresh one would,
+/// and counts the rules that are still installed.
+#[tokio::test]
+async fn a_reseeded_proxy_draws_as_a_fresh_one() {
+    let fresh = draws(7, 50).await;
+    let proxy = Proxy::start(vec![], 7).await.unwrap();
+    let source = Peer::Worker(0);
+    // An earlier run's rule, drawn from and removed.
+    let old = proxy.add(Rule {
+        name: "earlier".into(),
+        matches: Match { probability: Some(0.5), ..Match::default() },
+        action: Action::Drop,
+    });
+    assert_eq!(proxy.active_rules(), 1);
+    for _ in 0..13 {
+        let _ = proxy.shared.decide(&info(&source));
+    }
+    proxy.remove(old);
+    assert_eq!(proxy.active_rules(), 0);
+    proxy.reseed(7);
+    let loss = proxy.add(Rule {
+        name: "loss".into(),
+        matches: Match { probability: Some(0.5), ..Match::default() },
+        action: Action::Drop,
+    });
+    let jitter = proxy.add(Rule {
+        name: "jitter".into(),
+        matches: Match::default(),
+        action: Action::Delay { delay_ms: 100, jitter_ms: 50 },
+    });
+    let again: Vec<(u64, u64)> = (0..50)
+        .map(|_| {
+            let v = proxy.shared.decide(&info(&source)).expect("the delay rule takes every frame");
+            // Rule ids go on from the earlier run's; which of the two took the frame is what counts.
+            let which = if v.rule == loss {
+                1
+            } else if v.rule == jitter {
+                2
+            } else {
+                0
+            };
+            (which, v.hold.as_millis() as u64)
+        })
+        .collect();
+    assert_eq!(again, fresh);
+    proxy.shutdown().await;
+}

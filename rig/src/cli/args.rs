@@ -102,6 +102,10 @@ pub struct MatrixCmd {
     /// Run each cell's modes one after another (default: side by side).
     #[arg(long)]
     pub sequential: bool,
+    /// Start a fresh cluster for every cell (default: consecutive cells with the same
+    /// cluster spec share a healthy one).
+    #[arg(long)]
+    pub fresh_clusters: bool,
 }
 
 #[derive(Args)]

@@ -22,6 +22,7 @@ pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
         fail_on_inconclusive,
         shard,
         sequential,
+        fresh_clusters,
     } = a;
     let seeds =
         if seeds.is_empty() { Seeds::Count { n: seed_count.unwrap_or(1), base: seed } } else { Seeds::List(seeds) };
@@ -41,6 +42,7 @@ pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
         fail_on_inconclusive,
         shard,
         sequential,
+        no_reuse: fresh_clusters,
     };
     let code = matrix::run(args).await.map_err(run_failure)?;
     judged(code, Policy { fail_on_inconclusive }, "cell")

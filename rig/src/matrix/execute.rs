@@ -133,6 +133,8 @@ pub async fn run(args: MatrixArgs) -> Result<u8, RunError> {
     let total = prepared.cells.len();
     let mut done_modes = 0u64;
     let mut outcome: Result<(), RunError> = Ok(());
+    // The cluster kept from the previous cell, for the next cell with the same spec.
+    let mut warm: Option<run::Warm> = None;
     for (i, (key, _)) in prepared.cells.iter().enumerate() {
         let stop_now = {
             let s = shared.lock().unwrap_or_else(|p| p.into_inner());
@@ -173,7 +175,16 @@ pub async fn run(args: MatrixArgs) -> Result<u8, RunError> {
         };
         reporter.cell_started(i, total, &snapshot, done_modes, total_modes);
         let t0 = Instant::now();
-        let result = run::execute(&plan).await;
+        // Keep the cluster when the next cell wants the same one.
+        let keep = !args.no_reuse
+            && prepared.cells.get(i + 1).is_some_and(|(next, _)| {
+                let next = run::plan(&cell_args(&args, next), unix_now()).ok();
+                next.is_some_and(|n| {
+                    run::reuse::cluster_key(&n).is_some_and(|k| Some(k) == run::reuse::cluster_key(&plan))
+                })
+            });
+        let (result, kept) = run::execute_with(&plan, warm.take(), keep).await;
+        warm = kept;
         let wall_ms = t0.elapsed().as_millis() as u64;
         done_modes += snapshot.modes_planned.len() as u64;
         let finished = {
@@ -199,6 +210,10 @@ pub async fn run(args: MatrixArgs) -> Result<u8, RunError> {
             snap
         };
         reporter.cell_finished(i, total, &finished, done_modes);
+    }
+    if let Some(mut w) = warm.take() {
+        // A break (fail-fast, a signal) left a kept cluster: nothing outlives the matrix.
+        w.cluster.teardown().await;
     }
     reporter.finish();
     crate::procs::set_signal_hook(None);

@@ -145,7 +145,30 @@ pub fn render_table(m: &Matrix) -> String {
     }
     out.push_str(&summary);
     out.push('\n');
+    if let Some(line) = reuse_line(m) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out
+}
+
+/// How many cells ran on a cluster kept from the cell before, and why the
+/// others that were offered one started fresh.
+pub fn reuse_line(m: &Matrix) -> Option<String> {
+    let reused = m.cells.iter().filter(|c| c.cluster_reused_from.is_some()).count();
+    let fresh: Vec<String> = m
+        .cells
+        .iter()
+        .filter_map(|c| c.cluster_fresh_because.as_ref().map(|why| format!("{}: {why}", c.scenario)))
+        .collect();
+    if reused == 0 && fresh.is_empty() {
+        return None;
+    }
+    let mut line = format!("{reused} of {} cells reused the previous cell's cluster", m.cells.len());
+    if !fresh.is_empty() {
+        line.push_str(&format!("; a fresh one for {}", fresh.join("; ")));
+    }
+    Some(line)
 }
 
 /// A link from the matrix directory to `target` (relative when both are on
@@ -264,6 +287,9 @@ pub fn render_html(m: &Matrix) -> String {
         esc(crate::provenance::VERSION),
         esc(crate::provenance::GIT_COMMIT)
     );
+    if let Some(line) = reuse_line(m) {
+        let _ = writeln!(h, "<p class=\"meta\">{}</p>", esc(&line));
+    }
     for v in m.versions() {
         let _ = writeln!(h, "<h2>Kafka {}</h2>", esc(&v));
         let _ = write!(h, "<table><tr><th>scenario</th><th>seed</th><th>run</th>");

@@ -67,13 +67,21 @@ pub struct Summary {
     /// Where the run's time went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timings: Option<Timings>,
+    /// The run whose cluster this run reused (a matrix keeps a healthy
+    /// cluster for the next cell with the same spec); absent: its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_reused_from: Option<String>,
+    /// Why the cluster offered by the previous cell was not reused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_fresh_because: Option<String>,
 }
 
 /// Where a run's wall time went, phase by phase (milliseconds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timings {
     pub side_by_side: bool,
-    /// Install check and cluster start, until every broker answers.
+    /// Install check and cluster start until every broker answers, or the
+    /// health check of a cluster kept from the previous run.
     pub cluster_start_ms: u64,
     /// Topic creation and the live read_committed tails.
     pub topics_ms: u64,

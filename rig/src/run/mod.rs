@@ -1,33 +1,37 @@
-//! `sinkhole run FILE`: one scenario, every mode in turn on one cluster
-//! (Jepsen's `core`: the test end to end).
+//! `sinkhole run FILE`: one scenario, its modes side by side on one cluster
+//! (or one after another), end to end (Jepsen's `core`: the test).
 //!
 //! [`plan`] does everything that needs no broker (load, validate, resolve
 //! modes and version, name the run), [`execute`] starts the cluster and runs
-//! the modes: topic, runner, checker, verdict, then the results a user and a
-//! CI job read ([`crate::results`]: summary.json, junit.xml, report.html).
+//! the modes: topics, runner, checker, verdicts, then the results a user and
+//! a CI job read ([`crate::results`]: summary.json, junit.xml, report.html).
+//! - [`cluster`]: starting the scenario's cluster on its backend;
+//! - [`group`]: the modes that run at once, from their topics to their verdicts;
+//! - [`reuse`]: a cluster kept for the next run with the same spec, and its health check.
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context};
 use sinkhole_workloads::model::SinkMode;
-use sinkhole_workloads::wire::acls::{self, AclBinding};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::SaslPlain;
 
-use crate::checker::{self, CheckSpec, Expected};
-use crate::cluster::containers::{ContainersCluster, ContainersSpec};
-use crate::cluster::local::{LocalCluster, LocalSpec};
 use crate::cluster::Cluster;
-use crate::history::{JobOutcome, ModeOutcome};
 use crate::install;
 use crate::latency;
 use crate::results::exit::Policy;
 use crate::results::junit;
-use crate::results::summary::{self, exit_code_with, summarize, Summary, Timings};
-use crate::runner::{self, ModeRun};
+use crate::results::summary::{exit_code_with, Summary, Timings};
 use crate::scenario::Backend;
 use crate::scenario::{self, Scenario};
-use crate::verdict::{self, VerdictInput};
+
+mod cluster;
+mod group;
+pub mod reuse;
+
+use cluster::start_cluster;
+pub use cluster::{sink_acls, SINK_USER};
+pub use group::first_transaction_ms;
+use group::run_group;
+pub use reuse::{ClusterKey, ClusterUse, Warm};
 
 /// The command line of `sinkhole run`.
 #[derive(Debug, Clone, Default)]
@@ -227,6 +231,78 @@ pub fn drain_timeout(s: &Scenario) -> Duration {
 /// side, or one after another when the scenario or `--sequential` says so),
 /// writes the verdicts and the summary, tears the cluster down.
 pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
+    execute_with(plan, None, false).await.0
+}
+
+/// [`execute`] on `warm`'s cluster when it has the same spec and is healthy
+/// (else on a fresh one, the summary saying why); with `keep`, the cluster
+/// is handed back instead of torn down, for the next run with that spec.
+pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Result<Summary, RunError>, Option<Warm>) {
+    let key = reuse::cluster_key(plan);
+    let t0 = Instant::now();
+    let (warm, mut used) = match take_warm(warm, key.as_ref()).await {
+        Ok(w) => (Some(w), ClusterUse::default()),
+        Err((why, None)) => (None, ClusterUse { fresh_because: why, ..ClusterUse::default() }),
+        Err((why, Some(mut w))) => {
+            w.cluster.teardown().await;
+            (None, ClusterUse { fresh_because: why, ..ClusterUse::default() })
+        }
+    };
+    let (cluster, started_by) = match warm {
+        Some(w) => {
+            used.reused_from = Some(w.started_by.clone());
+            (w.cluster, w.started_by)
+        }
+        None => match start_cluster(plan).await {
+            Ok(c) => (c, plan.run_id.clone()),
+            Err(e) => return (Err(e), None),
+        },
+    };
+    let start_ms = ms(t0.elapsed());
+    let mut cluster = cluster;
+    let result = execute_on(plan, cluster.as_mut(), start_ms, used).await;
+    match (keep, key) {
+        (true, Some(key)) if result.is_ok() => (result, Some(Warm { cluster, key, started_by })),
+        _ => {
+            cluster.teardown().await;
+            (result, None)
+        }
+    }
+}
+
+/// The offered cluster if it fits this run, or why not (and the cluster to tear down).
+async fn take_warm(warm: Option<Warm>, key: Option<&ClusterKey>) -> Result<Warm, (Option<String>, Option<Warm>)> {
+    let Some(mut w) = warm else { return Err((None, None)) };
+    if key != Some(&w.key) {
+        let why = match key {
+            None => "this scenario's cluster is its own (an authorizer)".to_string(),
+            Some(_) => "the cluster spec differs from the previous cell's".to_string(),
+        };
+        return Err((Some(why), Some(w)));
+    }
+    match reuse::health(w.cluster.as_mut()).await {
+        Ok(()) => {
+            progress(&format!(
+                "reusing the cluster of run {} (every node ready, no partition under-replicated, no open transaction)",
+                w.started_by
+            ));
+            Ok(w)
+        }
+        Err(why) => {
+            let why = format!("the cluster of run {} was unhealthy: {why}", w.started_by);
+            progress(&format!("{why}; starting a fresh one"));
+            Err((Some(why), Some(w)))
+        }
+    }
+}
+
+/// Everything of a run but starting and stopping its cluster.
+async fn execute_on(
+    plan: &Plan,
+    cluster: &mut dyn Cluster,
+    start_ms: u64,
+    used: ClusterUse,
+) -> Result<Summary, RunError> {
     let s = &plan.scenario;
     std::fs::create_dir_all(&plan.dir).with_context(|| format!("creating {}", plan.dir.display()))?;
     let yaml = serde_saphyr::to_string(s).context("rendering the resolved scenario")?;
@@ -237,11 +313,14 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     .context("writing scenario.yaml")?;
     crate::scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
 
-    let started = crate::utc::Utc::from_unix(crate::utc::now_ms() / 1000).rfc3339();
-    let t0 = Instant::now();
+    let started = crate::utc::Utc::from_unix(crate::utc::now_ms().saturating_sub(start_ms) / 1000).rfc3339();
+    let t0 = Instant::now() - Duration::from_millis(start_ms);
     let mut times = Timings { side_by_side: !s.sequential && s.modes.len() > 1, ..Timings::default() };
-    let mut cluster = start_cluster(plan).await?;
-    times.cluster_start_ms = ms(t0.elapsed());
+    times.cluster_start_ms = start_ms;
+    if let Some(p) = cluster.proxy() {
+        // A kept proxy draws from this run's seed, as a fresh one would.
+        p.reseed(plan.seed);
+    }
     progress(&format!("cluster ready at {} ({} backend)", cluster.bootstrap(), cluster.backend()));
 
     let groups: Vec<Vec<SinkMode>> =
@@ -255,11 +334,8 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     }
     let mut modes = Vec::new();
     for group in groups {
-        modes.extend(run_group(plan, cluster.as_mut(), &group, &mut times).await);
+        modes.extend(run_group(plan, &mut *cluster, &group, &mut times).await);
     }
-    let t = Instant::now();
-    cluster.teardown().await;
-    times.teardown_ms = ms(t.elapsed());
     let mode_dirs: Vec<PathBuf> = s.modes.iter().map(|m| plan.mode_dir(*m)).collect();
     if let Err(e) = latency::write_run_log(&plan.dir, &mode_dirs) {
         progress(&format!("latency.hlog not written: {e}"));
@@ -280,6 +356,8 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
         side_by_side: times.side_by_side,
         lead: times.side_by_side.then(|| s.lead.map(|m| m.name().to_string()).unwrap_or_else(|| "first".into())),
         timings: None,
+        cluster_reused_from: used.reused_from,
+        cluster_fresh_because: used.fresh_because,
     };
     // The report reads summary.json: write it, draw the page, then write it
     // again with the page's time and the run's whole wall time.
@@ -316,320 +394,6 @@ pub fn lead_text(lead: Option<SinkMode>) -> String {
         Some(m) => format!("{m}'s events (lead: {m})"),
         None => "the first mode to reach its event".into(),
     }
-}
-
-/// Starts the scenario's cluster on its backend: local JVMs, or containers (see
-/// [`crate::cluster::containers`]); the containers' logs go to `cluster/node-<id>/server.log`.
-async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunError> {
-    let s = &plan.scenario;
-    match s.cluster.backend {
-        Backend::Local => {
-            let dist = install::ensure(&s.cluster.kafka, &mut |l| progress(l)).map_err(|e| {
-                if e.is_bad_input() {
-                    RunError::BadInput(e.into())
-                } else {
-                    RunError::Failed(e.into())
-                }
-            })?;
-            progress(&format!("starting {} broker(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
-            let mut spec = LocalSpec::new(dist, s.cluster.brokers, plan.dir.join("cluster"));
-            spec.broker_config = broker_config(s);
-            spec.remove_dir_on_teardown = false;
-            // Network and protocol faults act through the proxy (cluster.proxy, default: when one needs it).
-            if s.needs_proxy() {
-                spec.proxy = Some(plan.seed);
-            }
-            if s.cluster.authorizer.is_some() {
-                // The sink's principal; the password only has to match the broker's JAAS line.
-                spec.sink_sasl = Some(SaslPlain::new(SINK_USER, &format!("sink-{}", plan.short_id)));
-            }
-            let cluster = LocalCluster::start(spec).await.context("starting the cluster")?;
-            if let Some(a) = &s.cluster.authorizer {
-                grant_sink_acls(plan, &cluster, a.two_phase_commit_acl).await.context("creating the sink's ACLs")?;
-            }
-            Ok(Box::new(cluster))
-        }
-        Backend::Containers => {
-            if s.cluster.authorizer.is_some() {
-                return Err(RunError::BadInput(anyhow!(
-                    "cluster.authorizer needs the local backend (the containers backend has no SASL listener yet)"
-                )));
-            }
-            // The proxy fronts the host-facing listeners only: refuse what needs broker↔broker traffic through it.
-            if let Some(why) = s.faults.iter().find_map(crate::cluster::containers::unsupported_fault) {
-                return Err(RunError::BadInput(anyhow!(why)));
-            }
-            progress(&format!("starting {} container(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
-            let mut spec =
-                ContainersSpec::new(&s.cluster.kafka, s.cluster.brokers, plan.dir.join("cluster"), &plan.run_id);
-            spec.image = s.cluster.image.clone();
-            spec.broker_config = broker_config(s);
-            if s.needs_proxy() {
-                spec.proxy = Some(plan.seed);
-            }
-            // The reaper is this binary's `reap-containers`: only when running as `sinkhole`.
-            spec.reaper = std::env::current_exe().ok().filter(|p| {
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == "sinkhole" || n.starts_with("sinkhole-"))
-            });
-            let c = ContainersCluster::start(spec).await.context("starting the containers cluster")?;
-            progress(&format!("containers from {} on network {}", c.image, c.network));
-            Ok(Box::new(c))
-        }
-    }
-}
-
-/// The sink workers' user in ACL scenarios (`User:sink`).
-pub const SINK_USER: &str = "sink";
-
-/// What `User:sink` may do in an ACL scenario: write and describe the run's
-/// topics (`sinkhole-` prefix) and transactional ids (the run's prefix), and,
-/// only when `two_phase_commit` is set, TWO_PHASE_COMMIT on those ids (KIP-939:
-/// InitProducerId with Enable2Pc needs it). No IDEMPOTENT_WRITE on the
-/// cluster: a transactional InitProducerId is checked against the id alone,
-/// and the id-less one (at-least-once) is allowed by WRITE on any topic.
-pub fn sink_acls(tid_prefix: &str, two_phase_commit: bool) -> Vec<AclBinding> {
-    let p = format!("User:{SINK_USER}");
-    let mut v = vec![
-        AclBinding::allow_prefixed(&p, acls::resource::TOPIC, "sinkhole-", acls::op::WRITE),
-        AclBinding::allow_prefixed(&p, acls::resource::TOPIC, "sinkhole-", acls::op::DESCRIBE),
-        AclBinding::allow_prefixed(&p, acls::resource::TRANSACTIONAL_ID, tid_prefix, acls::op::WRITE),
-        AclBinding::allow_prefixed(&p, acls::resource::TRANSACTIONAL_ID, tid_prefix, acls::op::DESCRIBE),
-    ];
-    if two_phase_commit {
-        v.push(AclBinding::allow_prefixed(
-            &p,
-            acls::resource::TRANSACTIONAL_ID,
-            tid_prefix,
-            acls::op::TWO_PHASE_COMMIT,
-        ));
-    }
-    v
-}
-
-/// Creates [`sink_acls`] as the rig's super user, waits until every broker
-/// enforces them, and writes them to `acls.json` in the run directory.
-async fn grant_sink_acls(plan: &Plan, cluster: &LocalCluster, two_phase_commit: bool) -> anyhow::Result<()> {
-    // Every mode's prefix is `sinkhole-<short>-<mode>`.
-    let want = sink_acls(&format!("sinkhole-{}-", plan.short_id), two_phase_commit);
-    let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await?;
-    acls::create_acls(&mut client, &want).await?;
-    acls::await_acls(&mut client, &want, Duration::from_secs(30)).await?;
-    std::fs::write(plan.dir.join("acls.json"), serde_json::to_string_pretty(&want)? + "\n")
-        .context("writing acls.json")?;
-    for a in &want {
-        progress(&format!("ACL: {a}"));
-    }
-    Ok(())
-}
-
-/// One mode of a group, ready to run: its directory, its topic, its live tail.
-struct Prepared {
-    mode: SinkMode,
-    dir: PathBuf,
-    topic: String,
-    tail: Option<latency::tail::Tail>,
-}
-
-/// Creates the mode's topic and starts its live read_committed tail (for
-/// `visibility`) before any of its workers.
-async fn prepare(plan: &Plan, cluster: &dyn Cluster, mode: SinkMode) -> anyhow::Result<Prepared> {
-    let s = &plan.scenario;
-    let dir = plan.mode_dir(mode);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let topic = plan.topic(mode);
-    let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await?;
-    let configs: Vec<(String, String)> = s
-        .topic
-        .min_insync_replicas
-        .map(|m| vec![("min.insync.replicas".to_string(), m.to_string())])
-        .unwrap_or_default();
-    client
-        .create_topic(&topic, s.topic.partitions as i32, s.topic.replication_factor as i16, &configs)
-        .await
-        .with_context(|| format!("creating topic {topic}"))?;
-    drop(client);
-    progress(&format!("{mode}: topic {topic} ready; running the job"));
-    // Without the tail the run goes on, unmeasured.
-    let tail = match latency::tail::Tail::start(&cluster.bootstrap(), &topic, s.topic.partitions) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            progress(&format!("{mode}: the visibility tail did not start ({e}); visibility is not measured"));
-            None
-        }
-    };
-    Ok(Prepared { mode, dir, topic, tail })
-}
-
-/// The row of a mode the rig itself failed to run: no verdict on the sink
-/// (outcome `error`, exit 3); the other modes go on.
-fn rig_failed(s: &Scenario, mode: SinkMode, e: &anyhow::Error) -> crate::results::summary::ModeSummary {
-    let row = summary::rig_failed(mode, verdict::expectation_text(s.expect.get(&mode)), &format!("{e:#}"));
-    progress(&format!("{mode}: {}", row.reason));
-    row
-}
-
-/// Runs these modes at the same time on `cluster` (one mode: alone), then
-/// judges each; one row per mode, in `group`'s order.
-async fn run_group(
-    plan: &Plan,
-    cluster: &mut dyn Cluster,
-    group: &[SinkMode],
-    times: &mut Timings,
-) -> Vec<crate::results::summary::ModeSummary> {
-    let s = &plan.scenario;
-    let mut rows: Vec<Option<crate::results::summary::ModeSummary>> = group.iter().map(|_| None).collect();
-    let t = Instant::now();
-    let mut ready = vec![];
-    for (i, &mode) in group.iter().enumerate() {
-        match prepare(plan, &*cluster, mode).await {
-            Ok(p) => ready.push((i, p)),
-            Err(e) => rows[i] = Some(rig_failed(s, mode, &e)),
-        }
-    }
-    times.topics_ms += ms(t.elapsed());
-
-    // /proc/self/exe names this very binary even if a rebuild replaced the
-    // file on disk during a long run; current_exe() would then point at
-    // "... (deleted)".
-    let bin = if std::path::Path::new("/proc/self/exe").exists() {
-        PathBuf::from("/proc/self/exe")
-    } else {
-        std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sinkhole"))
-    };
-    let runs: Vec<ModeRun<'_>> = ready
-        .iter()
-        .map(|(_, p)| ModeRun {
-            run_id: plan.run_id.clone(),
-            mode: p.mode,
-            scenario: s,
-            dir: p.dir.clone(),
-            topic: p.topic.clone(),
-            tid_prefix: plan.tid_prefix(p.mode),
-            sinkhole_bin: bin.clone(),
-            seed: plan.seed,
-            // Progress goes to stderr; --json keeps stdout for the summary.
-            progress: !progress_redirected(),
-        })
-        .collect();
-    let lead = s
-        .lead
-        .and_then(|l| ready.iter().position(|(_, p)| p.mode == l))
-        .map(runner::Lead::Member)
-        .unwrap_or(runner::Lead::First);
-    let t = Instant::now();
-    let outcomes = runner::run_modes(runs, s.faults.clone(), lead, cluster).await;
-    times.jobs_ms += ms(t.elapsed());
-
-    // Every mode's drain and check at once: a drain that waits for the
-    // broker to abort a transaction holds up no other mode.
-    let t = Instant::now();
-    let mut judging = tokio::task::JoinSet::new();
-    for ((i, p), outcome) in ready.into_iter().zip(outcomes) {
-        let mode = p.mode;
-        match outcome.with_context(|| format!("running mode {mode}")) {
-            Ok(o) => {
-                let (plan, bootstrap) = (plan.clone(), cluster.bootstrap());
-                judging.spawn(async move { (i, mode, judge(&plan, bootstrap, p, o).await) });
-            }
-            Err(e) => {
-                if let Some(t) = p.tail {
-                    let _ = t.stop().await;
-                }
-                rows[i] = Some(rig_failed(s, mode, &e));
-            }
-        }
-    }
-    while let Some(r) = judging.join_next().await {
-        match r {
-            Ok((i, mode, Ok((row, first)))) => {
-                rows[i] = Some(row);
-                times.first_transaction_ms.push((mode, first));
-            }
-            Ok((i, mode, Err(e))) => rows[i] = Some(rig_failed(s, mode, &e)),
-            Err(e) => progress(&format!("a mode's check panicked: {e}")),
-        }
-    }
-    times.check_ms += ms(t.elapsed());
-    times.first_transaction_ms.sort_by_key(|(m, _)| group.iter().position(|g| g == m));
-    rows.into_iter()
-        .zip(group)
-        .map(|(r, &mode)| r.unwrap_or_else(|| rig_failed(s, mode, &anyhow!("the mode's check did not finish"))))
-        .collect()
-}
-
-/// Drains and checks one mode's topic, builds its verdict and latency, and
-/// writes verdict.json; with the job's start-to-first-transaction time.
-async fn judge(
-    plan: &Plan,
-    bootstrap: String,
-    p: Prepared,
-    outcome: ModeOutcome,
-) -> anyhow::Result<(crate::results::summary::ModeSummary, Option<u64>)> {
-    let s = &plan.scenario;
-    let Prepared { mode, dir, topic, tail } = p;
-    let seen = match tail {
-        Some(t) => t.stop().await.map_err(|e| progress(&format!("{mode}: visibility tail: {e:#}"))).ok(),
-        None => None,
-    };
-    // A mode the broker cannot run wrote nothing worth checking.
-    let report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
-        None
-    } else {
-        progress(&format!("{mode}: job {:?}; draining {topic}", outcome.job));
-        let spec = CheckSpec {
-            bootstrap,
-            topic: topic.clone(),
-            expected: Expected {
-                run_id: plan.run_id.clone(),
-                parallelism: s.job.parallelism,
-                records_per_subtask: s.job.records_per_subtask,
-            },
-            history: Some(outcome.history.clone()),
-            dir: dir.clone(),
-            timeout: drain_timeout(s),
-        };
-        Some(checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
-    };
-    let mut v = verdict::build(VerdictInput {
-        scenario: &s.name,
-        run_id: &plan.run_id,
-        mode,
-        expectation: s.expect.get(&mode),
-        outcome: &outcome,
-        report: report.as_ref(),
-        kafka: &s.cluster.kafka,
-        seed: plan.seed,
-        drained: dir.join(checker::store::FILE_NAME),
-    });
-    // Unchecked (unsupported): still say how many records the job was for.
-    v.counts.expected = u64::from(s.job.parallelism) * s.job.records_per_subtask;
-    match latency::finish_mode(mode, &dir, &outcome.history, seen.as_ref()) {
-        Ok(l) => v.latency = l,
-        Err(e) => progress(&format!("{mode}: latency not recorded: {e}")),
-    }
-    let path = verdict::write(&dir, &v).context("writing verdict.json")?;
-    progress(&format!("{mode}: {} — {}", v.outcome.name(), v.reason));
-    let first =
-        crate::history::read(&outcome.history).ok().and_then(|h| first_transaction_ms(&h.events, s.job.parallelism));
-    Ok((summarize(&v, Some(path)), first))
-}
-
-/// From the job's first start to the moment every subtask had opened its
-/// first transaction (the workers' start-up: process, connection,
-/// InitProducerId); None if some subtask never opened one.
-pub fn first_transaction_ms(events: &[sinkhole_workloads::model::Event], parallelism: u32) -> Option<u64> {
-    use sinkhole_workloads::model::{EventKind, Source};
-    let start = events.iter().find(|e| matches!(e.kind, EventKind::JobStarted { .. }))?.mono_us;
-    let mut first = vec![None; parallelism as usize];
-    for e in events {
-        if let (EventKind::TxnOpened { .. }, Source::Worker { subtask }) = (&e.kind, &e.source) {
-            if let Some(slot) = first.get_mut(*subtask as usize) {
-                slot.get_or_insert(e.mono_us);
-            }
-        }
-    }
-    let last = first.into_iter().collect::<Option<Vec<u64>>>()?.into_iter().max()?;
-    Some(last.saturating_sub(start) / 1000)
 }
 
 /// `sinkhole run`: plans the run, says where its results go, and executes

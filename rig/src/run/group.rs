@@ -1,0 +1,230 @@
+//! One group of modes run at the same time on the cluster (every mode of
+//! the scenario side by side, or one mode alone when they run one after
+//! another): their topics, their jobs under one nemesis, then each mode's
+//! drain, check and verdict.
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{anyhow, Context};
+use sinkhole_workloads::model::SinkMode;
+use sinkhole_workloads::wire::client::{Client, ClientConfig};
+
+use super::{drain_timeout, ms, progress, progress_redirected, Plan};
+use crate::checker::{self, CheckSpec, Expected};
+use crate::cluster::Cluster;
+use crate::history::{JobOutcome, ModeOutcome};
+use crate::latency;
+use crate::results::summary::{self, summarize, ModeSummary, Timings};
+use crate::runner::{self, ModeRun};
+use crate::scenario::Scenario;
+use crate::verdict::{self, VerdictInput};
+
+/// One mode of a group, ready to run: its directory, its topic, its live tail.
+struct Prepared {
+    mode: SinkMode,
+    dir: PathBuf,
+    topic: String,
+    tail: Option<latency::tail::Tail>,
+}
+
+/// Creates the mode's topic and starts its live read_committed tail (for
+/// `visibility`) before any of its workers.
+async fn prepare(plan: &Plan, cluster: &dyn Cluster, mode: SinkMode) -> anyhow::Result<Prepared> {
+    let s = &plan.scenario;
+    let dir = plan.mode_dir(mode);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let topic = plan.topic(mode);
+    let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await?;
+    let configs: Vec<(String, String)> = s
+        .topic
+        .min_insync_replicas
+        .map(|m| vec![("min.insync.replicas".to_string(), m.to_string())])
+        .unwrap_or_default();
+    client
+        .create_topic(&topic, s.topic.partitions as i32, s.topic.replication_factor as i16, &configs)
+        .await
+        .with_context(|| format!("creating topic {topic}"))?;
+    drop(client);
+    progress(&format!("{mode}: topic {topic} ready; running the job"));
+    // Without the tail the run goes on, unmeasured.
+    let tail = match latency::tail::Tail::start(&cluster.bootstrap(), &topic, s.topic.partitions) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            progress(&format!("{mode}: the visibility tail did not start ({e}); visibility is not measured"));
+            None
+        }
+    };
+    Ok(Prepared { mode, dir, topic, tail })
+}
+
+/// The row of a mode the rig itself failed to run: no verdict on the sink
+/// (outcome `error`, exit 3); the other modes go on.
+fn rig_failed(s: &Scenario, mode: SinkMode, e: &anyhow::Error) -> ModeSummary {
+    let row = summary::rig_failed(mode, verdict::expectation_text(s.expect.get(&mode)), &format!("{e:#}"));
+    progress(&format!("{mode}: {}", row.reason));
+    row
+}
+
+/// Runs these modes at the same time on `cluster` (one mode: alone), then
+/// judges each; one row per mode, in `group`'s order.
+pub(super) async fn run_group(
+    plan: &Plan,
+    cluster: &mut dyn Cluster,
+    group: &[SinkMode],
+    times: &mut Timings,
+) -> Vec<ModeSummary> {
+    let s = &plan.scenario;
+    let mut rows: Vec<Option<ModeSummary>> = group.iter().map(|_| None).collect();
+    let t = Instant::now();
+    let mut ready = vec![];
+    for (i, &mode) in group.iter().enumerate() {
+        match prepare(plan, &*cluster, mode).await {
+            Ok(p) => ready.push((i, p)),
+            Err(e) => rows[i] = Some(rig_failed(s, mode, &e)),
+        }
+    }
+    times.topics_ms += ms(t.elapsed());
+
+    // /proc/self/exe names this very binary even if a rebuild replaced the
+    // file on disk during a long run; current_exe() would then point at
+    // "... (deleted)".
+    let bin = if std::path::Path::new("/proc/self/exe").exists() {
+        PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sinkhole"))
+    };
+    let runs: Vec<ModeRun<'_>> = ready
+        .iter()
+        .map(|(_, p)| ModeRun {
+            run_id: plan.run_id.clone(),
+            mode: p.mode,
+            scenario: s,
+            dir: p.dir.clone(),
+            topic: p.topic.clone(),
+            tid_prefix: plan.tid_prefix(p.mode),
+            sinkhole_bin: bin.clone(),
+            seed: plan.seed,
+            // Progress goes to stderr; --json keeps stdout for the summary.
+            progress: !progress_redirected(),
+        })
+        .collect();
+    let lead = s
+        .lead
+        .and_then(|l| ready.iter().position(|(_, p)| p.mode == l))
+        .map(runner::Lead::Member)
+        .unwrap_or(runner::Lead::First);
+    let t = Instant::now();
+    let outcomes = runner::run_modes(runs, s.faults.clone(), lead, cluster).await;
+    times.jobs_ms += ms(t.elapsed());
+
+    // Every mode's drain and check at once: a drain that waits for the
+    // broker to abort a transaction holds up no other mode.
+    let t = Instant::now();
+    let mut judging = tokio::task::JoinSet::new();
+    for ((i, p), outcome) in ready.into_iter().zip(outcomes) {
+        let mode = p.mode;
+        match outcome.with_context(|| format!("running mode {mode}")) {
+            Ok(o) => {
+                let (plan, bootstrap) = (plan.clone(), cluster.bootstrap());
+                judging.spawn(async move { (i, mode, judge(&plan, bootstrap, p, o).await) });
+            }
+            Err(e) => {
+                if let Some(t) = p.tail {
+                    let _ = t.stop().await;
+                }
+                rows[i] = Some(rig_failed(s, mode, &e));
+            }
+        }
+    }
+    while let Some(r) = judging.join_next().await {
+        match r {
+            Ok((i, mode, Ok((row, first)))) => {
+                rows[i] = Some(row);
+                times.first_transaction_ms.push((mode, first));
+            }
+            Ok((i, mode, Err(e))) => rows[i] = Some(rig_failed(s, mode, &e)),
+            Err(e) => progress(&format!("a mode's check panicked: {e}")),
+        }
+    }
+    times.check_ms += ms(t.elapsed());
+    times.first_transaction_ms.sort_by_key(|(m, _)| group.iter().position(|g| g == m));
+    rows.into_iter()
+        .zip(group)
+        .map(|(r, &mode)| r.unwrap_or_else(|| rig_failed(s, mode, &anyhow!("the mode's check did not finish"))))
+        .collect()
+}
+
+/// Drains and checks one mode's topic, builds its verdict and latency, and
+/// writes verdict.json; with the job's start-to-first-transaction time.
+async fn judge(
+    plan: &Plan,
+    bootstrap: String,
+    p: Prepared,
+    outcome: ModeOutcome,
+) -> anyhow::Result<(ModeSummary, Option<u64>)> {
+    let s = &plan.scenario;
+    let Prepared { mode, dir, topic, tail } = p;
+    let seen = match tail {
+        Some(t) => t.stop().await.map_err(|e| progress(&format!("{mode}: visibility tail: {e:#}"))).ok(),
+        None => None,
+    };
+    // A mode the broker cannot run wrote nothing worth checking.
+    let report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
+        None
+    } else {
+        progress(&format!("{mode}: job {:?}; draining {topic}", outcome.job));
+        let spec = CheckSpec {
+            bootstrap,
+            topic: topic.clone(),
+            expected: Expected {
+                run_id: plan.run_id.clone(),
+                parallelism: s.job.parallelism,
+                records_per_subtask: s.job.records_per_subtask,
+            },
+            history: Some(outcome.history.clone()),
+            dir: dir.clone(),
+            timeout: drain_timeout(s),
+        };
+        Some(checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
+    };
+    let mut v = verdict::build(VerdictInput {
+        scenario: &s.name,
+        run_id: &plan.run_id,
+        mode,
+        expectation: s.expect.get(&mode),
+        outcome: &outcome,
+        report: report.as_ref(),
+        kafka: &s.cluster.kafka,
+        seed: plan.seed,
+        drained: dir.join(checker::store::FILE_NAME),
+    });
+    // Unchecked (unsupported): still say how many records the job was for.
+    v.counts.expected = u64::from(s.job.parallelism) * s.job.records_per_subtask;
+    match latency::finish_mode(mode, &dir, &outcome.history, seen.as_ref()) {
+        Ok(l) => v.latency = l,
+        Err(e) => progress(&format!("{mode}: latency not recorded: {e}")),
+    }
+    let path = verdict::write(&dir, &v).context("writing verdict.json")?;
+    progress(&format!("{mode}: {} — {}", v.outcome.name(), v.reason));
+    let first =
+        crate::history::read(&outcome.history).ok().and_then(|h| first_transaction_ms(&h.events, s.job.parallelism));
+    Ok((summarize(&v, Some(path)), first))
+}
+
+/// From the job's first start to the moment every subtask had opened its
+/// first transaction (the workers' start-up: process, connection,
+/// InitProducerId); None if some subtask never opened one.
+pub fn first_transaction_ms(events: &[sinkhole_workloads::model::Event], parallelism: u32) -> Option<u64> {
+    use sinkhole_workloads::model::{EventKind, Source};
+    let start = events.iter().find(|e| matches!(e.kind, EventKind::JobStarted { .. }))?.mono_us;
+    let mut first = vec![None; parallelism as usize];
+    for e in events {
+        if let (EventKind::TxnOpened { .. }, Source::Worker { subtask }) = (&e.kind, &e.source) {
+            if let Some(slot) = first.get_mut(*subtask as usize) {
+                slot.get_or_insert(e.mono_us);
+            }
+        }
+    }
+    let last = first.into_iter().collect::<Option<Vec<u64>>>()?.into_iter().max()?;
+    Some(last.saturating_sub(start) / 1000)
+}
