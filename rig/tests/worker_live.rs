@@ -246,6 +246,12 @@ impl Job {
     /// Checkpoints every `interval` until a checkpoint taken after every
     /// subtask reported the end of input has completed; then Stop.
     async fn run_to_end(&mut self, interval: Duration) -> Result<(), String> {
+        self.run_to_end_then(interval, 0).await
+    }
+
+    /// As [`Job::run_to_end`], with `extra` checkpoints after the final one
+    /// (each finds the transaction opened after the last one empty).
+    async fn run_to_end_then(&mut self, interval: Duration, extra: usize) -> Result<(), String> {
         loop {
             // Let messages (EndOfInput, heartbeats) arrive while waiting.
             let until = Instant::now() + interval;
@@ -263,6 +269,10 @@ impl Job {
             if last {
                 break;
             }
+        }
+        for _ in 0..extra {
+            let id = self.checkpoint().await?;
+            self.complete(id).await?;
         }
         self.stop().await
     }
@@ -618,9 +628,10 @@ async fn twopc_inject_restore_commits_the_checkpoint_and_aborts_the_lingering_tr
 }
 
 /// A job that registers its partitions at transaction begin ends with no
-/// transaction left open on the broker: the transaction opened after the
-/// final checkpoint has no records but is known to the broker (Ongoing), and
-/// the writer aborts it on close, as Flink's `KafkaWriter` does.
+/// transaction left open on the broker. Such a transaction is known to the
+/// broker (Ongoing) before it holds a record: one found empty at a barrier
+/// (the checkpoint after the final one here) is aborted there, and the one
+/// open at the end is aborted on close, as Flink's `KafkaWriter` does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eager_job_leaves_no_transaction_open_when_it_ends() {
     let _turn = common::serial();
@@ -631,13 +642,21 @@ async fn an_eager_job_leaves_no_transaction_open_when_it_ends() {
     job.base.register_partitions = PartitionRegistration::Eager;
     let result = async {
         job.start(0, None).await?;
-        job.run_to_end(Duration::from_millis(200)).await
+        job.run_to_end_then(Duration::from_millis(200), 1).await
     }
     .await;
     if let Err(e) = result {
         job.kill_all().await;
         panic!("eager legacy: {e}");
     }
+    let empty_aborted = job
+        .events
+        .iter()
+        .filter(
+            |(_, e)| matches!(e, EventKind::TxnAborted { reason, .. } if reason.starts_with("empty at the barrier")),
+        )
+        .count();
+    assert_eq!(empty_aborted, 1, "the transaction the extra checkpoint found empty is aborted at its barrier");
     let opened = job.events.iter().filter(|(_, e)| matches!(e, EventKind::TxnOpened { .. })).count();
     assert!(opened >= 2, "a transaction per checkpoint, and one after the last: {opened}");
     let mut client = Client::connect(&servers, ClientConfig::default()).await.expect("bootstrap");

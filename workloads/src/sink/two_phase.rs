@@ -330,8 +330,24 @@ impl Sink for TwoPhaseSink {
         }
         let start = Instant::now();
         let committable = if txn.records == 0 {
-            // Flink emits no committable for an empty transaction; nothing
-            // was added at the broker, so there is nothing to end either.
+            // Flink emits no committable for an empty transaction. Lazily
+            // registered, nothing was added at the broker and there is
+            // nothing to end; eagerly registered, the broker holds it
+            // Ongoing, so it is aborted here rather than left to its timeout.
+            if self.cfg.register_partitions == PartitionRegistration::Eager {
+                let (pid, epoch) = txn.producer.producer_id_and_epoch();
+                match txn.producer.abort().await {
+                    Ok(()) => self.events.push(EventKind::TxnAborted {
+                        transactional_id: txn.tid.clone(),
+                        producer_id: pid,
+                        epoch,
+                        reason: "empty at the barrier, its partitions registered eagerly".into(),
+                    }),
+                    Err(e) => {
+                        warn!(tid = txn.tid, error = %e, "aborting an empty, eagerly registered transaction failed")
+                    }
+                }
+            }
             None
         } else {
             let flushed =
