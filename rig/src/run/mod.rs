@@ -26,6 +26,7 @@ use crate::scenario::{self, Scenario};
 mod cluster;
 mod group;
 pub mod reuse;
+pub mod share;
 
 use cluster::start_cluster;
 pub use cluster::{sink_acls, SINK_USER};
@@ -209,6 +210,10 @@ pub fn broker_config(s: &Scenario) -> std::collections::BTreeMap<String, String>
         s.cluster.broker_config.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
     for (k, v) in [("transaction.two.phase.commit.enable", "true"), ("unstable.api.versions.enable", "true")] {
         m.entry(k.to_string()).or_insert_with(|| v.to_string());
+    }
+    // A share-group source's lock, delivery limit, heartbeat and session, unless set.
+    for (k, v) in crate::scenario::source::broker_settings(s) {
+        m.entry(k).or_insert(v);
     }
     m
 }
