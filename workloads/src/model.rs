@@ -517,6 +517,13 @@ pub enum EventKind {
         errors: std::collections::BTreeMap<String, u64>,
         latency_us: u64,
     },
+    /// `after-commit` share-group source: checkpoint `checkpoint`'s commits
+    /// are done and `records` read up to it wait for their acknowledgement
+    /// (sent just before the worker reports the commits).
+    ShareUnacknowledged {
+        checkpoint: u64,
+        records: u64,
+    },
     /// A lingering transaction found on restore by probing (Flink's PROBING abort strategy).
     LingeringAborted {
         transactional_id: String,

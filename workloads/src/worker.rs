@@ -361,6 +361,15 @@ impl Worker {
                                 let c = pending.remove(&k).expect("listed above");
                                 self.commit(&mut sink, &c, false).await?;
                             }
+                            // What the commits left unacknowledged (after-commit): the
+                            // coordinator's `committed` trigger waits for a report with some.
+                            if let Input::Share(s) = &source {
+                                if s.policy() == crate::model::AckPolicy::AfterCommit {
+                                    let records = s.held_through(id);
+                                    let event = EventKind::ShareUnacknowledged { checkpoint: id, records };
+                                    self.send(FromWorker::Event { event }).await?;
+                                }
+                            }
                             self.send(FromWorker::Committed { subtask, id }).await?;
                         }
                         ToWorker::Acknowledge { id } => {

@@ -33,6 +33,8 @@ pub enum When {
     Acknowledged { subtask: u32, checkpoint: Option<u64> },
     /// When subtask s reports every commit up to checkpoint n settled. With
     /// an `after-commit` share-group source, s acknowledges n's records only
-    /// after the fault: a kill here lands between commit and acknowledgement.
+    /// after the fault: a kill here lands between commit and acknowledgement;
+    /// a report that left no record unacknowledged (an empty interval) has
+    /// no such window and sets off nothing.
     Committed { subtask: u32, checkpoint: Option<u64> },
 }

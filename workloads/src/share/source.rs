@@ -368,6 +368,11 @@ impl ShareSource {
         Ok(())
     }
 
+    /// Records read for checkpoints up to `n` and not acknowledged yet.
+    pub fn held_through(&self, n: u64) -> u64 {
+        self.held.range(..=n).map(|(_, v)| v.len() as u64).sum()
+    }
+
     /// Leaves the group (what this member still holds is released).
     pub async fn close(self) {
         let group = self.input.group_id.clone();

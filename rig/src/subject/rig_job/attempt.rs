@@ -111,6 +111,7 @@ impl<L: Launcher> Coordinator<L> {
                         closed: None,
                         expected_exit: false,
                         killed_by_fault: false,
+                        unacknowledged: None,
                     });
                     self.coord(EventKind::WorkerStarted { subtask: s, pid, attempt: number })?;
                 }

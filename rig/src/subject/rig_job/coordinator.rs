@@ -327,11 +327,18 @@ impl<L: Launcher> Coordinator<L> {
                 let slot = &mut self.attempt.slots[i];
                 slot.committed = slot.committed.max(id);
                 let event = JobEvent::Committed { subtask: s, checkpoint: id };
+                let unacked = std::mem::take(&mut self.attempt.slots[i].unacknowledged);
                 if self.cfg.share.as_ref().is_some_and(|sh| sh.ack == AckPolicy::AfterCommit) {
                     // What a Flink source does in notifyCheckpointComplete, after
-                    // the sink's commit: a fault on this report lands between the two.
-                    let point = Point::AckInput { attempt: self.attempt.number, subtask: s, id };
-                    self.notice_held(at, event, point);
+                    // the sink's commit: a fault on this report lands between the
+                    // two. A report that left nothing unacknowledged has no window:
+                    // it sets off no trigger.
+                    if unacked.is_some_and(|(c, n)| c == id && n > 0) {
+                        let point = Point::AckInput { attempt: self.attempt.number, subtask: s, id };
+                        self.notice_held(at, event, point);
+                    } else {
+                        self.send(i, &ToWorker::Acknowledge { id }).await;
+                    }
                 } else {
                     self.notice(at, event);
                 }
@@ -344,6 +351,9 @@ impl<L: Launcher> Coordinator<L> {
             FromWorker::Event { event } => {
                 if let EventKind::CommitFinished { outcome: CommitOutcome::Dropped { .. }, .. } = &event {
                     self.committables_dropped += 1;
+                }
+                if let EventKind::ShareUnacknowledged { checkpoint, records } = &event {
+                    self.attempt.slots[i].unacknowledged = Some((*checkpoint, *records));
                 }
                 let unsupported = match &event {
                     EventKind::Unsupported { what, error } => Some(format!("{what} → {error}")),

@@ -112,6 +112,9 @@ pub(super) struct Slot {
     pub expected_exit: bool,
     /// A fault killed it (between persist and notify: no notification).
     pub killed_by_fault: bool,
+    /// `after-commit` share-group source: the records its last commit report
+    /// left unacknowledged, by checkpoint.
+    pub unacknowledged: Option<(u64, u64)>,
 }
 
 pub(super) struct Attempt {
