@@ -74,6 +74,10 @@ fn acknowledging_before_the_commit_loses_records_under_a_kill_between_them() {
     fired_on(&v, "acknowledged");
     assert_eq!(v["share"]["ack"], "before-commit");
     assert_eq!(v["share"]["lag"], 0, "every input record was acknowledged: {}", v["share"]);
+    // The evidence: the lost records were acknowledged before the commit that never came.
+    let evidence = v["share"]["lost_evidence"].as_array().unwrap();
+    assert!(!evidence.is_empty(), "{}", v["share"]);
+    assert!(evidence.iter().any(|e| e.as_str().unwrap().contains("(before-commit)")), "{evidence:?}");
 }
 
 #[test]

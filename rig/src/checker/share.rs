@@ -58,6 +58,10 @@ pub struct ShareView {
     /// Steps back of a subtask's seq within an output partition: a share
     /// group hands records out in no order, so this is reported, not judged.
     pub out_of_order: u64,
+    /// For the first seq of each lost example: whether it was acknowledged
+    /// (when, by whom) and what became of the transactions that carried it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_evidence: Vec<String>,
     /// Why the group's own view is missing, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -84,6 +88,53 @@ pub fn tally_history(events: &[Event], v: &mut ShareView) {
             _ => {}
         }
     }
+}
+
+/// What the history says of record `(subtask, seq)`: its acknowledgements and
+/// the transactions that carried it, with their commit outcome.
+pub fn record_story(events: &[Event], subtask: u32, seq: u64) -> String {
+    let mut acked = Vec::new();
+    let mut carried: Vec<(String, u64)> = Vec::new();
+    let mut committed = std::collections::BTreeSet::new();
+    for e in events {
+        let by = match e.source {
+            sinkhole_workloads::model::Source::Worker { subtask } => format!("subtask {subtask}"),
+            _ => "?".into(),
+        };
+        match &e.kind {
+            EventKind::ShareAcknowledged { checkpoint, policy, ranges, .. }
+                if ranges.iter().any(|r| r.contains(subtask, seq)) =>
+            {
+                acked.push(format!("acknowledged by {by} for checkpoint {checkpoint} ({policy})"))
+            }
+            EventKind::TxnRecords { transactional_id, checkpoint, ranges }
+                if ranges.iter().any(|r| r.contains(subtask, seq)) =>
+            {
+                carried.push((transactional_id.clone(), *checkpoint))
+            }
+            EventKind::CommitFinished {
+                transactional_id,
+                checkpoint,
+                outcome: sinkhole_workloads::model::CommitOutcome::Committed,
+                ..
+            } => {
+                committed.insert((transactional_id.clone(), *checkpoint));
+            }
+            _ => {}
+        }
+    }
+    // A worker records an acknowledgement once the broker answered it: one
+    // killed while it waited sent an ACCEPT the history never saw.
+    let none = "no acknowledgement recorded (one a worker sent just before it was killed would not be)";
+    let mut parts = vec![if acked.is_empty() { none.to_string() } else { acked.join(", ") }];
+    if carried.is_empty() {
+        parts.push("carried by no pre-committed transaction".into());
+    }
+    for (tid, c) in carried {
+        let fate = if committed.contains(&(tid.clone(), c)) { "committed" } else { "never committed" };
+        parts.push(format!("carried by {tid} (checkpoint {c}), {fate}"));
+    }
+    format!("subtask {subtask} seq {seq}: {}", parts.join("; "))
 }
 
 /// One partition's view from its offsets and persisted state.
@@ -156,6 +207,56 @@ mod tests {
         };
         let p = partition_view(0, 96, Some(2), &st);
         assert_eq!((p.archived, p.available, p.max_delivery_count, p.done_through), (3, 2, 2, 103));
+    }
+
+    #[test]
+    fn a_lost_record_tells_its_acknowledgement_and_its_transaction() {
+        use sinkhole_workloads::model::{CommitOutcome, IdRange};
+        let ev = |kind| Event {
+            wall_ms: 0,
+            mono_us: 0,
+            mode: sinkhole_workloads::model::SinkMode::Legacy,
+            source: Source::Worker { subtask: 1 },
+            kind,
+        };
+        let events = vec![
+            ev(EventKind::ShareAcknowledged {
+                checkpoint: 3,
+                policy: AckPolicy::BeforeCommit,
+                records: 2,
+                ranges: vec![IdRange(0, 4, 5)],
+                refused: 0,
+                errors: Default::default(),
+                latency_us: 1,
+            }),
+            ev(EventKind::TxnRecords {
+                transactional_id: "p-1-3".into(),
+                checkpoint: 3,
+                ranges: vec![IdRange(0, 4, 5)],
+            }),
+            ev(EventKind::TxnRecords {
+                transactional_id: "p-1-2".into(),
+                checkpoint: 2,
+                ranges: vec![IdRange(0, 0, 3)],
+            }),
+            ev(EventKind::CommitFinished {
+                transactional_id: "p-1-2".into(),
+                checkpoint: 2,
+                restored: false,
+                outcome: CommitOutcome::Committed,
+                latency_us: 1,
+            }),
+        ];
+        assert_eq!(
+            record_story(&events, 0, 5),
+            "subtask 0 seq 5: acknowledged by subtask 1 for checkpoint 3 (before-commit); carried by p-1-3 (checkpoint 3), never committed"
+        );
+        let story = record_story(&events, 0, 1);
+        assert!(
+            story.contains("no acknowledgement recorded")
+                && story.contains("carried by p-1-2 (checkpoint 2), committed")
+        );
+        assert!(record_story(&events, 1, 1).contains("carried by no pre-committed transaction"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use sinkhole_workloads::producer::{InitOptions, ProducerConfig, TxnProducer};
 use sinkhole_workloads::source::record_of;
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 
-use crate::checker::share::{read_group, tally_history, ShareView};
+use crate::checker::share::{read_group, record_story, tally_history, ShareView};
 use crate::scenario::{Scenario, ShareSpec};
 
 /// Refuses a broker without usable share groups: `share.version` finalized
@@ -149,7 +149,14 @@ pub async fn view(
         ..ShareView::default()
     };
     match crate::history::read(history) {
-        Ok(h) => tally_history(&h.events, &mut v),
+        Ok(h) => {
+            tally_history(&h.events, &mut v);
+            for x in &report.examples.lost {
+                if let (Some(sub), Some(seq)) = (x.subtask, x.seq) {
+                    v.lost_evidence.push(record_story(&h.events, sub, seq));
+                }
+            }
+        }
         Err(e) => v.error = Some(format!("reading the history: {e}")),
     }
     read_group(bootstrap, sh.partitions, &mut v).await;
@@ -166,7 +173,7 @@ mod tests {
     use sinkhole_workloads::model::AckPolicy;
 
     #[test]
-    fn the_delivery_limit_is_a_group_config_from_4_3_on() {
+    fn the_delivery_limit_is_a_group_config_except_on_4_1_and_4_2() {
         let sh =
             ShareSpec { ack: AckPolicy::AfterCommit, batch: 10, lock_ms: 2000, delivery_limit: Some(3), partitions: 2 };
         let on = |k: &str| group_configs(&sh, k).into_iter().map(|(k, _)| k).collect::<Vec<_>>();

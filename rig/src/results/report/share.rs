@@ -42,6 +42,9 @@ pub(super) fn share_table(out: &mut String, s: &ShareView) {
     if let Some(e) = &s.error {
         let _ = write!(out, "<tr><th>group view</th><td>{}</td></tr>", esc(e));
     }
+    for line in &s.lost_evidence {
+        let _ = write!(out, "<tr><th>lost</th><td>{}</td></tr>", esc(line));
+    }
     for x in &s.redelivery_examples {
         let _ = write!(
             out,
