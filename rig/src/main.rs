@@ -95,7 +95,7 @@ fn main() -> ExitCode {
 
 async fn dispatch(cmd: Command) -> Result<(), Failure> {
     match cmd {
-        Command::Setup(a) => cli::setup::run(a),
+        Command::Setup(a) => cli::setup::run(a).await,
         Command::Cluster(c) => cli::cluster::run(c).await,
         Command::Probe(a) => cli::probe::run(a).await,
         Command::Run(a) => cli::run::run(a).await,

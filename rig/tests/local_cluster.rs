@@ -180,3 +180,25 @@ async fn a_restart_tells_the_node_is_down_after_the_old_jvm_exited_and_before_it
     assert_ne!(effect.new_pid, Some(old.pid), "a new JVM");
     cluster.teardown();
 }
+
+/// The class-data archive `sinkhole setup` makes is really mapped by the
+/// broker's JVM (it shows in the process' memory map), not merely named on
+/// its command line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_maps_the_class_data_archive_setup_made() {
+    use sinkhole_rig::cluster::local::cds::{self, Built, ClassArchive};
+    let _turn = common::serial();
+    let dist = common::dist("4.4.0");
+    let path = match cds::build(&dist).await.expect("the archive is made or found") {
+        Built::Made { path, .. } | Built::AlreadyThere(path) => path,
+        Built::Skipped(why) => panic!("no archive: {why}"),
+    };
+    let mut spec = LocalSpec::new(dist, 1, common::test_dir("cds"));
+    spec.remove_dir_on_teardown = true;
+    assert_eq!(spec.class_archive, ClassArchive::Use(path.clone()), "a new spec takes the archive");
+    let mut cluster = LocalCluster::start(spec).await.expect("1-node cluster starts");
+    let pid = cluster.processes()[0].pid;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(maps.contains(&*path.to_string_lossy()), "{} is not mapped by broker pid {pid}", path.display());
+    cluster.teardown();
+}

@@ -2,7 +2,8 @@
 //! and the verdicts the sinks issue asks for:
 //! - flip319-long-outage: legacy loses records (its committable dropped),
 //!   twopc-inject is clean, kip939 is clean or inconclusive with the broker's
-//!   exact refusal;
+//!   exact refusal; run side by side (the default) and one mode after
+//!   another (`--sequential`), the verdicts agree;
 //! - flip319-short-outage: the same outage below the transaction timeout
 //!   leaves every transactional mode clean;
 //! - kill-restore: kills, pauses and a coordinator restart: the two-phase
@@ -64,14 +65,19 @@ impl Run {
 }
 
 fn run_scenario(file: &str, seed: u64) -> Run {
+    run_scenario_with(file, seed, &[])
+}
+
+fn run_scenario_with(file: &str, seed: u64, extra: &[&str]) -> Run {
     common::dist("4.4.0");
-    let results = common::test_dir(&format!("scenario-{seed}"));
+    let results = common::test_dir(&format!("scenario-{seed}{}", extra.join("")));
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("scenarios").join(file);
     let out = Command::new(common::bin())
         .arg("run")
         .arg(&scenario)
         .args(["--seed", &seed.to_string(), "--results"])
         .arg(&results)
+        .args(extra)
         .output()
         .expect("run sinkhole");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -105,6 +111,19 @@ fn flip319_long_outage_legacy_loses_twopc_inject_does_not() {
     r.assert_clean_pass("twopc-inject");
     r.assert_kip939_honest();
     assert_eq!(r.exit, Some(0));
+    assert_eq!(r.summary["side_by_side"], true, "the modes ran at once by default");
+
+    // The same scenario and seed, one mode after another: the same verdicts.
+    let seq = run_scenario_with("flip319-long-outage.yaml", 319, &["--sequential"]);
+    assert_eq!(seq.summary["side_by_side"], false);
+    for mode in ["legacy", "twopc-inject", "kip939"] {
+        let (a, b) = (r.mode(mode), seq.mode(mode));
+        assert_eq!(a["outcome"], b["outcome"], "{mode}: side by side {a} vs sequential {b}");
+        assert_eq!(a["expected_met"], b["expected_met"], "{mode}: side by side {a} vs sequential {b}");
+    }
+    assert!(seq.count("legacy", "lost") > 0);
+    assert_eq!(seq.count("twopc-inject", "lost") + seq.count("twopc-inject", "duplicated"), 0);
+    assert_eq!(seq.exit, Some(0));
 }
 
 #[test]

@@ -33,7 +33,8 @@ use sinkhole_rig::cluster::local::LocalCluster;
 use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::control::{Channel, ChannelReader, ChannelWriter};
 use sinkhole_workloads::model::{
-    record, CommitOutcome, EventKind, FromWorker, Partitioning, SinkMode, SubtaskState, ToWorker, WorkerConfig,
+    record, CommitOutcome, EventKind, FromWorker, PartitionRegistration, Partitioning, SinkMode, SubtaskState,
+    ToWorker, WorkerConfig,
 };
 use sinkhole_workloads::wire::{Client, ClientConfig};
 use tokio::net::UnixListener;
@@ -615,4 +616,40 @@ async fn kip939_restore_commits_the_prepared_transaction_or_reports_unsupported(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twopc_inject_restore_commits_the_checkpoint_and_aborts_the_lingering_transaction() {
     crash_and_restore(SinkMode::TwopcInject).await;
+}
+
+/// A job that registers its partitions at transaction begin ends with no
+/// transaction left open on the broker: the transaction opened after the
+/// final checkpoint has no records but is known to the broker (Ongoing), and
+/// the writer aborts it on close, as Flink's `KafkaWriter` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eager_job_leaves_no_transaction_open_when_it_ends() {
+    let _turn = common::serial();
+    let servers = bootstrap().await;
+    let topic = unique("out-eager");
+    create_topic(&servers, &topic).await;
+    let mut job = Job::new(SinkMode::Legacy, servers.clone(), &topic, 1, 1000, 2000);
+    job.base.register_partitions = PartitionRegistration::Eager;
+    let result = async {
+        job.start(0, None).await?;
+        job.run_to_end(Duration::from_millis(200)).await
+    }
+    .await;
+    if let Err(e) = result {
+        job.kill_all().await;
+        panic!("eager legacy: {e}");
+    }
+    let opened = job.events.iter().filter(|(_, e)| matches!(e, EventKind::TxnOpened { .. })).count();
+    assert!(opened >= 2, "a transaction per checkpoint, and one after the last: {opened}");
+    let mut client = Client::connect(&servers, ClientConfig::default()).await.expect("bootstrap");
+    let states: Vec<String> = ["Ongoing", "PrepareCommit", "PrepareAbort"].iter().map(|s| s.to_string()).collect();
+    let open: Vec<_> = client
+        .list_transactions(&states, &[])
+        .await
+        .expect("ListTransactions")
+        .into_iter()
+        .filter(|t| t.transactional_id.starts_with(&job.base.tid_prefix))
+        .collect();
+    assert!(open.is_empty(), "transactions left open: {open:?}");
+    let _ = std::fs::remove_dir_all(&job.dir);
 }

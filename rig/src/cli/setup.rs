@@ -1,26 +1,32 @@
 //! `sinkhole setup`: installs Kafka versions from Maven Central into the
 //! cache (idempotent), and with `--flink` the Flink subject's cluster
 //! classpath and job; see [`sinkhole_rig::install`].
+use sinkhole_rig::cluster::local::cds;
 use sinkhole_rig::install::flink::{self, FlinkError, FlinkOutcome};
 use sinkhole_rig::install::{self, InstallOutcome};
 
 use super::args::SetupArgs;
 use super::{bad, install_failure, progress, Failure};
 
-pub fn run(a: SetupArgs) -> Result<(), Failure> {
+pub async fn run(a: SetupArgs) -> Result<(), Failure> {
     let versions = install::parse_versions(&a.kafka).map_err(bad)?;
     for v in versions {
-        match install::install(&v, &mut |l| progress(l)) {
-            Ok(InstallOutcome::Installed { dist, jars, elapsed }) => println!(
-                "Kafka {v}: installed {jars} jars in {:.1} s at {}",
-                elapsed.as_secs_f64(),
-                dist.home.display()
-            ),
+        let dist = match install::install(&v, &mut |l| progress(l)) {
+            Ok(InstallOutcome::Installed { dist, jars, elapsed }) => {
+                println!(
+                    "Kafka {v}: installed {jars} jars in {:.1} s at {}",
+                    elapsed.as_secs_f64(),
+                    dist.home.display()
+                );
+                dist
+            }
             Ok(InstallOutcome::AlreadyInstalled { dist }) => {
-                println!("Kafka {v}: already installed at {} (nothing to do)", dist.home.display())
+                println!("Kafka {v}: already installed at {} (nothing to do)", dist.home.display());
+                dist
             }
             Err(e) => return Err(install_failure(e)),
-        }
+        };
+        class_archive(&v, &dist).await;
     }
     if let Some(f) = &a.flink {
         let connector = match &a.connector {
@@ -49,6 +55,30 @@ pub fn run(a: SetupArgs) -> Result<(), Failure> {
         println!("{}: a flink-connector-kafka jar, {} bytes, sha256 {}", j.path.display(), j.size, j.sha256);
     }
     Ok(())
+}
+
+/// The brokers' class-data archive for `dist` (made once; see `cluster::local::cds`).
+async fn class_archive(v: &str, dist: &install::KafkaDist) {
+    if std::env::var("SINKHOLE_CDS").is_ok_and(|v| v == "off") {
+        return;
+    }
+    if !matches!(cds::archive_path(dist), Some(p) if p.is_file()) {
+        progress(&format!(
+            "Kafka {v}: making the brokers' class-data archive (a 1-node cluster starts and stops once)"
+        ));
+    }
+    match cds::build(dist).await {
+        Ok(cds::Built::Made { path, bytes, elapsed }) => println!(
+            "Kafka {v}: class-data archive of {:.1} MiB made in {:.1} s at {}",
+            bytes as f64 / (1024.0 * 1024.0),
+            elapsed.as_secs_f64(),
+            path.display()
+        ),
+        Ok(cds::Built::AlreadyThere(_)) => {}
+        Ok(cds::Built::Skipped(why)) => println!("Kafka {v}: no class-data archive ({why}); brokers start without it"),
+        // Only start-up speed is at stake: say why, and go on without it.
+        Err(e) => println!("Kafka {v}: no class-data archive (making it failed: {e}); brokers start without it"),
+    }
 }
 
 /// Exit 2 for the user's input (versions, a jar that is no connector), 1 for the machine.

@@ -94,8 +94,8 @@ pub trait Sink: Send {
     fn commit(&mut self, committable: &Committable, restored: bool) -> impl Future<Output = CommitOutcome> + Send;
 
     /// Closes the producers. Nothing pre-committed is aborted (it belongs to
-    /// the checkpoint); an open transaction with records is aborted, as
-    /// Flink's writer does on close.
+    /// the checkpoint); an open transaction the broker knows (records, or
+    /// partitions registered) is aborted, as Flink's writer does on close.
     fn close(&mut self) -> impl Future<Output = ()> + Send;
 
     /// History events since the last call.

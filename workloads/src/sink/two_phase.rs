@@ -434,10 +434,14 @@ impl Sink for TwoPhaseSink {
 
     async fn close(&mut self) {
         // Pre-committed transactions belong to their checkpoints and are
-        // left alone; the open one is aborted if it holds records, as
-        // Flink's writer does on close.
+        // left alone; the open one is aborted if the broker knows it (it
+        // holds records, or its partitions were registered eagerly), as
+        // Flink's writer does on close (`abortCurrentProducer`; the Java
+        // producer sends EndTxn only for a transaction that has started).
+        // An eagerly registered transaction left open would stay Ongoing on
+        // the broker until its timeout.
         if let Some(mut txn) = self.open.take() {
-            if txn.records > 0 {
+            if txn.records > 0 || self.cfg.register_partitions == PartitionRegistration::Eager {
                 let (pid, epoch) = txn.producer.producer_id_and_epoch();
                 match txn.producer.abort().await {
                     Ok(()) => self.events.push(EventKind::TxnAborted {

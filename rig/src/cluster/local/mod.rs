@@ -15,7 +15,8 @@
 //! The backend's files: this one holds the cluster (start, status, teardown, the state-file
 //! hand-over and the [`Cluster`] implementation); `setup` prepares what the first start needs
 //! (ports, the proxy's routes, the formatted storage); `process` runs one node's JVM (launch,
-//! signals, graceful stop); `ready` waits until the nodes answer.
+//! signals, graceful stop); `ready` waits until the nodes answer; `cds` the brokers'
+//! class-data archive, made once by `sinkhole setup`, for faster JVM starts.
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ use super::{
 use crate::install::KafkaDist;
 use crate::procs::{self, Lifetime};
 
+pub mod cds;
 mod process;
 mod ready;
 mod setup;
@@ -84,12 +86,15 @@ pub struct LocalSpec {
     /// Put the rig's Kafka-aware proxy in front of every listener, with this
     /// seed (None: no proxy). See [`LocalCluster::proxy`].
     pub proxy: Option<u64>,
+    /// The brokers' class-data archive (default: the one `sinkhole setup` made, see [`cds`]).
+    pub class_archive: cds::ClassArchive,
 }
 
 impl LocalSpec {
     pub fn new(dist: KafkaDist, nodes: usize, dir: PathBuf) -> LocalSpec {
         LocalSpec {
             nodes,
+            class_archive: cds::ClassArchive::for_dist(&dist),
             dist,
             broker_config: BTreeMap::new(),
             heap: "512m".into(),
@@ -130,6 +135,7 @@ pub struct LocalCluster {
     pub remove_dir_on_teardown: bool,
     torn_down: bool,
     proxy: Option<Proxy>,
+    class_archive: cds::ClassArchive,
 }
 
 impl LocalCluster {
@@ -180,6 +186,7 @@ impl LocalCluster {
             remove_dir_on_teardown: spec.remove_dir_on_teardown,
             torn_down: false,
             proxy: None,
+            class_archive: spec.class_archive.clone(),
         };
         if let (Some(p), Some(seed)) = (&proxied, spec.proxy) {
             // Before the brokers: their first connections already cross it.
@@ -283,6 +290,7 @@ impl LocalCluster {
                 proxy_port: None,
             })
             .collect();
+        let class_archive = cds::ClassArchive::for_dist(&dist);
         LocalCluster {
             version: dist.version.clone(),
             cluster_id,
@@ -295,6 +303,7 @@ impl LocalCluster {
             remove_dir_on_teardown: false,
             torn_down: true, // adopted clusters end only through `down`
             proxy: None,
+            class_archive,
         }
     }
 

@@ -93,6 +93,7 @@ impl LocalCluster {
             // As kafka-run-class.sh does for the broker.
             .args(["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35"])
             .args(["-XX:+ExplicitGCInvokesConcurrent", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"])
+            .args(self.class_archive.jvm_args())
             .arg(format!("-Dlog4j2.configurationFile={}", self.dist.log4j_config().display()))
             .arg(format!("-Dkafka.logs.dir={}", node.dir.join("logs").display()))
             .arg("-cp")

@@ -67,7 +67,14 @@ impl LocalCluster {
         let mut running = Vec::new();
         for node in &self.nodes {
             let mut cmd = Command::new(self.dist.java());
+            // The format tool maps the brokers' archive too (same classpath), but never
+            // writes one: only a broker's exit knows every class a broker loads.
+            let archive = match &self.class_archive {
+                a @ super::cds::ClassArchive::Use(_) => a.jvm_args(),
+                _ => vec![],
+            };
             cmd.arg("-Xmx256m")
+                .args(archive)
                 .arg(format!("-Dlog4j2.configurationFile={}", self.dist.log4j_config().display()))
                 .arg("-cp")
                 .arg(self.dist.classpath())
