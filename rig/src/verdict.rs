@@ -93,6 +93,10 @@ pub struct Verdict {
     /// [`crate::latency`]; a metric the mode did not measure is absent.
     #[serde(default)]
     pub latency: std::collections::BTreeMap<String, crate::latency::Summary>,
+    /// A share-group source: the group's own view at the end, and what the
+    /// workers saw of deliveries and acknowledgements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<crate::checker::share::ShareView>,
 }
 
 /// Renders an expectation as written in YAML, compactly: `clean`, `lost>0`.
@@ -122,6 +126,8 @@ fn count_of(c: &Counts, n: CountName) -> u64 {
         CountName::Nonmonotonic => c.nonmonotonic,
         CountName::AbortedRead => c.aborted_read,
         CountName::TornTransaction => c.torn_transaction,
+        CountName::Redelivered => c.redelivered,
+        CountName::Archived => c.archived,
     }
 }
 
@@ -141,7 +147,13 @@ fn counts_text(c: &Counts) -> String {
         c.committed, c.expected, c.lost, c.duplicated, c.unexpected
     );
     // The later anomaly kinds only when seen, so the usual line stays short.
-    for k in [CountName::Nonmonotonic, CountName::AbortedRead, CountName::TornTransaction] {
+    for k in [
+        CountName::Nonmonotonic,
+        CountName::AbortedRead,
+        CountName::TornTransaction,
+        CountName::Redelivered,
+        CountName::Archived,
+    ] {
         if count_of(c, k) > 0 {
             t.push_str(&format!(", {} {}", count_of(c, k), count_key(k)));
         }
@@ -387,6 +399,7 @@ pub fn build(i: VerdictInput<'_>) -> Verdict {
         wall_ms: o.wall_ms,
         // Filled by the caller, who has the history and the live tail.
         latency: Default::default(),
+        share: None,
     }
 }
 

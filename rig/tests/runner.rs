@@ -65,6 +65,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
             register_partitions: Default::default(),
             force_transactions_v1: false,
         },
+        source: None,
         modes: vec![SinkMode::Legacy],
         faults: vec![
             FaultSpec {

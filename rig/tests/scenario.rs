@@ -589,3 +589,57 @@ fn flink_workers_are_the_taskmanagers_and_then_the_jobmanager() {
     let p = problems(&t);
     assert!(p[0].message.contains("worker 2 does not exist (valid: 0..=1)"), "{p:?}");
 }
+
+/// `GOOD` with a `source:` line after its last line (line 23).
+fn with_source(source: &str) -> String {
+    format!("{GOOD}source: {source}\n")
+}
+
+#[test]
+fn a_share_group_source_loads_with_its_defaults() {
+    let s = scenario::from_str(&with_source("{type: share-group, ack: before-commit, lock_ms: 4000}"), "s.yaml")
+        .expect("valid");
+    let sh = s.share_source().expect("a share-group source");
+    assert_eq!((sh.ack.name(), sh.batch, sh.lock_ms, sh.partitions), ("before-commit", 500, 4000, 2));
+    assert!(scenario::from_str(GOOD, "g.yaml").unwrap().share_source().is_none());
+}
+
+#[test]
+fn share_group_source_mistakes_name_their_field() {
+    one(&with_source("{type: share-group, ack: sometimes}"), 23, "source.ack", "before-commit, after-commit, at-poll");
+    one(
+        &with_source("{type: share-group, lock_ms: 1000}"),
+        23,
+        "source.lock_ms",
+        "not above job.checkpoint_interval_ms",
+    );
+    one(&with_source("{type: share-group, lock_ms: 500}"), 23, "source.lock_ms", "1000 to 3600000 ms");
+    one(&with_source("{type: share-group, delivery_limit: 1}"), 23, "source.delivery_limit", "2 to 10");
+    one(&with_source("{type: share-group, partitions: 3}"), 23, "source.partitions", "1 to job.parallelism");
+    one(&with_source("{type: generated, batch: 5}"), 23, "source.batch", "share-group setting");
+    // A broker without share groups, and a mode that cannot read one.
+    let old = with_source("{type: share-group}").replace("kafka: 4.4.0", "kafka: 4.0.2");
+    one(&old, 4, "cluster.kafka", "no usable share groups");
+    let rdk = with_source("{type: share-group}")
+        .replace("[legacy, kip939]", "[legacy, rdkafka-txn]")
+        .replace("  kip939: clean\n", "");
+    one(&rdk, 15, "modes[1]", "rdkafka-txn cannot read a share-group source");
+}
+
+#[test]
+fn share_group_triggers_and_targets_need_a_share_group_source() {
+    let acked =
+        GOOD.replace("when: {after_checkpoint_persisted: 3}", "when: {acknowledged: {subtask: 0, checkpoint: 3}}");
+    one(&acked, 18, "faults[0].when.acknowledged", "share-group source's event");
+    let s = scenario::from_str(&format!("{acked}source: {{type: share-group}}\n"), "s.yaml").expect("valid with one");
+    assert_eq!(s.faults[0].when, When::Acknowledged { subtask: 0, checkpoint: Some(3) });
+    let committed = GOOD.replace("when: {after_checkpoint_persisted: 3}", "when: {committed: {subtask: 1}}");
+    let s = scenario::from_str(&committed, "c.yaml").expect("committed is any job's event");
+    assert_eq!(s.faults[0].when, When::Committed { subtask: 1, checkpoint: None });
+    let gc = GOOD
+        .replace("kind: job-outage", "kind: broker-kill\n    target: group-coordinator")
+        .replace("duration_ms: 12000", "duration_ms: 2000");
+    one(&gc, 18, "faults[0].target", "add source: {type: share-group}");
+    let ok = format!("{gc}source: {{type: share-group, lock_ms: 5000}}\n");
+    scenario::from_str(&ok, "gc.yaml").expect("group-coordinator with a share-group source");
+}

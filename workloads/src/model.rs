@@ -175,6 +175,102 @@ pub struct WorkerConfig {
     /// when the cluster runs an authorizer and the sink has its own principal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sasl: Option<crate::wire::SaslPlain>,
+    /// Read the input from a share group instead of generating it
+    /// (`crate::share::source`); None: the generated source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<ShareInput>,
+}
+
+/// When a share-group source acknowledges what it read, relative to the
+/// checkpoint cycle (scenario `source.ack`; README, "Share-group source").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AckPolicy {
+    /// At checkpoint n's barrier, before the sink pre-commits (and long before
+    /// it commits): a crash before n completes loses what was acknowledged.
+    BeforeCommit,
+    /// Once the sink committed checkpoint n (`notifyCheckpointComplete`, as a
+    /// Flink share-group source would): a crash between the commit and the
+    /// acknowledgement redelivers committed records.
+    #[default]
+    AfterCommit,
+    /// Right after each fetch, before the records are even written.
+    AtPoll,
+}
+
+impl AckPolicy {
+    pub const ALL: [AckPolicy; 3] = [AckPolicy::BeforeCommit, AckPolicy::AfterCommit, AckPolicy::AtPoll];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            AckPolicy::BeforeCommit => "before-commit",
+            AckPolicy::AfterCommit => "after-commit",
+            AckPolicy::AtPoll => "at-poll",
+        }
+    }
+}
+
+impl std::fmt::Display for AckPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A worker's share-group input: which group and topic, how it acknowledges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareInput {
+    pub group_id: String,
+    pub input_topic: String,
+    pub ack: AckPolicy,
+    /// Records per ShareFetch at most (`MaxRecords`, Java's `max.poll.records`).
+    pub batch: u32,
+}
+
+/// Input record ids `(subtask, first seq, last seq)`, inclusive: what a
+/// transaction carried or an acknowledgement covered, compressed into runs.
+/// Written as a JSON array `[subtask, first, last]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct IdRange(pub u32, pub u64, pub u64);
+
+impl IdRange {
+    pub fn subtask(&self) -> u32 {
+        self.0
+    }
+    pub fn contains(&self, subtask: u32, seq: u64) -> bool {
+        self.0 == subtask && self.1 <= seq && seq <= self.2
+    }
+    pub fn len(&self) -> u64 {
+        self.2.saturating_sub(self.1).saturating_add(1)
+    }
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// Record ids as sorted, merged runs (a share source hands out records in
+/// offset order per partition, so runs are long).
+pub fn id_ranges(ids: impl IntoIterator<Item = (u32, u64)>) -> Vec<IdRange> {
+    let mut v: Vec<(u32, u64)> = ids.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    let mut out: Vec<IdRange> = Vec::new();
+    for (s, q) in v {
+        match out.last_mut() {
+            Some(r) if r.0 == s && r.2.checked_add(1) == Some(q) => r.2 = q,
+            _ => out.push(IdRange(s, q, q)),
+        }
+    }
+    out
+}
+
+/// A record a share group handed out again (delivery count above 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redelivery {
+    pub subtask: u32,
+    pub seq: u64,
+    pub partition: i32,
+    pub offset: i64,
+    pub delivery_count: i16,
 }
 
 /// When a transaction's output partitions are registered with the
@@ -199,6 +295,11 @@ pub enum ToWorker {
     Checkpoint { id: u64 },
     /// Checkpoint `id` is complete: commit every committable up to it.
     Complete { id: u64 },
+    /// A share-group source acknowledging after the commit (`after-commit`):
+    /// the commits of checkpoint `id` are reported, now acknowledge the
+    /// records read up to it. Sent once the subtask's `Committed` for `id`
+    /// came in, so a fault can land between the two.
+    Acknowledge { id: u64 },
     /// Finish: close producers and exit 0.
     Stop,
 }
@@ -376,6 +477,53 @@ pub enum EventKind {
         epoch: i16,
         reason: String,
     },
+    /// The input records a transaction carried, with a share-group source
+    /// (the generated source's are the committable's seq range).
+    TxnRecords {
+        transactional_id: String,
+        checkpoint: u64,
+        ranges: Vec<IdRange>,
+    },
+    // --- share-group source (workers) ---
+    /// The worker joined its share group as a new member.
+    ShareJoined {
+        group: String,
+        member_id: String,
+    },
+    /// Records the share group delivered since the last barrier: how many,
+    /// how many of them again (delivery count above 1: a lock ran out, or a
+    /// member went away), the highest delivery count, a few examples.
+    ShareDelivered {
+        checkpoint: u64,
+        records: u64,
+        redelivered: u64,
+        max_delivery_count: i16,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        examples: Vec<Redelivery>,
+    },
+    /// Records acknowledged (ACCEPT) to the share group: those that
+    /// checkpoint `checkpoint`'s transaction carries (`before-commit`,
+    /// `at-poll`) or carried up to it (`after-commit`). `refused` of them the
+    /// broker did not take (their lock had run out: INVALID_RECORD_STATE),
+    /// counted by error in `errors`.
+    ShareAcknowledged {
+        checkpoint: u64,
+        policy: AckPolicy,
+        records: u64,
+        ranges: Vec<IdRange>,
+        #[serde(default)]
+        refused: u64,
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        errors: std::collections::BTreeMap<String, u64>,
+        latency_us: u64,
+    },
+    /// `after-commit` share-group source: checkpoint `checkpoint`'s commits
+    /// are done and `records` read up to it wait for their acknowledgement
+    /// (sent just before the worker reports the commits).
+    ShareUnacknowledged {
+        checkpoint: u64,
+        records: u64,
+    },
     /// A lingering transaction found on restore by probing (Flink's PROBING abort strategy).
     LingeringAborted {
         transactional_id: String,
@@ -505,6 +653,25 @@ mod tests {
         assert!(line.contains(r#""outcome":"dropped""#), "{line}");
         let back: Event = serde_json::from_str(&line).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn record_ids_compress_into_sorted_runs() {
+        let r = id_ranges([(1, 5), (0, 2), (0, 3), (0, 4), (1, 6), (0, 9), (0, 3)]);
+        assert_eq!(r, vec![IdRange(0, 2, 4), IdRange(0, 9, 9), IdRange(1, 5, 6)]);
+        assert!(r[0].contains(0, 3) && !r[0].contains(1, 3) && !r[0].contains(0, 5));
+        assert_eq!(r.iter().map(IdRange::len).sum::<u64>(), 6);
+        assert!(id_ranges([]).is_empty());
+        assert_eq!(id_ranges([(0, u64::MAX), (0, u64::MAX - 1)]), vec![IdRange(0, u64::MAX - 1, u64::MAX)]);
+        assert_eq!(serde_json::to_string(&r[0]).unwrap(), "[0,2,4]");
+    }
+
+    #[test]
+    fn ack_policies_round_trip_by_name() {
+        for p in AckPolicy::ALL {
+            assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{}\"", p.name()));
+        }
+        assert_eq!(AckPolicy::default(), AckPolicy::AfterCommit, "what a Flink source would do");
     }
 
     #[test]

@@ -190,21 +190,36 @@ impl Source {
 
     /// Record `seq` of this subtask, stamped with `produced_us`.
     pub fn record_at(&self, seq: u64, produced_us: u64) -> Record {
-        let s = self.subtask;
-        Record {
-            subtask: s,
-            seq,
-            partition: partition_for(self.partitioning, self.partitions, s, seq),
-            key: Bytes::from(record::key(s, seq)),
-            value: Bytes::from(record::value(&self.run_id, s, seq)),
-            produced_us,
-            headers: vec![
-                (record::H_RUN.to_string(), Bytes::copy_from_slice(self.run_id.as_bytes())),
-                (record::H_SUBTASK.to_string(), Bytes::from(s.to_string())),
-                (record::H_SEQ.to_string(), Bytes::from(seq.to_string())),
-                (record::H_TIME_US.to_string(), Bytes::from(produced_us.to_string())),
-            ],
-        }
+        record_of(&self.run_id, self.subtask, seq, self.partitions, self.partitioning, produced_us)
+    }
+}
+
+/// Record `(subtask, seq)` of run `run_id` as the source emits it, stamped
+/// with `produced_us`: the one definition of a record's bytes, shared by the
+/// generated source, the input a share-group source reads (the rig writes it
+/// with these bytes) and the worker that writes what it read.
+pub fn record_of(
+    run_id: &str,
+    subtask: u32,
+    seq: u64,
+    partitions: u32,
+    partitioning: Partitioning,
+    produced_us: u64,
+) -> Record {
+    let s = subtask;
+    Record {
+        subtask: s,
+        seq,
+        partition: partition_for(partitioning, partitions, s, seq),
+        key: Bytes::from(record::key(s, seq)),
+        value: Bytes::from(record::value(run_id, s, seq)),
+        produced_us,
+        headers: vec![
+            (record::H_RUN.to_string(), Bytes::copy_from_slice(run_id.as_bytes())),
+            (record::H_SUBTASK.to_string(), Bytes::from(s.to_string())),
+            (record::H_SEQ.to_string(), Bytes::from(seq.to_string())),
+            (record::H_TIME_US.to_string(), Bytes::from(produced_us.to_string())),
+        ],
     }
 }
 
@@ -231,6 +246,7 @@ pub(crate) fn test_config(records: u64, rate: u64, partitions: u32, partitioning
         register_partitions: Default::default(),
         force_transactions_v1: false,
         sasl: None,
+        share: None,
     }
 }
 

@@ -10,6 +10,14 @@
 //! when a checkpoint is complete, `CommitterOperator` commits every
 //! committable up to it, in order (a lost notification is covered by the
 //! next one).
+//!
+//! With a share-group source (`config.share`) the records come from a share
+//! group instead of the generated source, and the worker acknowledges them
+//! where the scenario's policy says (`crate::share::source`): at a barrier
+//! before the pre-commit (`before-commit`), after each fetch (`at-poll`), or
+//! once the coordinator says the subtask's commits of a checkpoint were
+//! reported (`after-commit`, [`ToWorker::Acknowledge`]). A restore rewinds
+//! nothing: the group redelivers what no member acknowledged.
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,8 +29,10 @@ use tracing::{debug, error, info};
 
 use crate::control::{Channel, ChannelReader, ChannelWriter};
 use crate::model::{CommitOutcome, Committable, EventKind, FromWorker, SubtaskState, ToWorker, WorkerConfig};
+use crate::share::source::{Layout, ShareSource};
 use crate::sink::{naming, AnySink, Sink, SinkError};
-use crate::source::Source;
+use crate::source::{Record, Source};
+use crate::wire::ClientConfig;
 
 /// Records handed to the sink per turn of the loop when unthrottled, so the
 /// control channel and timers are looked at in between.
@@ -106,6 +116,70 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Where the records come from.
+enum Input {
+    Generated(Source),
+    Share(Box<ShareSource>),
+}
+
+impl Input {
+    /// The generated source's position; a share source's records read by
+    /// this attempt (progress only: a restore rewinds nothing).
+    fn next_seq(&self) -> u64 {
+        match self {
+            Input::Generated(s) => s.next_seq(),
+            Input::Share(s) => s.read(),
+        }
+    }
+
+    fn exhausted(&self) -> bool {
+        match self {
+            Input::Generated(s) => s.exhausted(),
+            Input::Share(s) => s.exhausted(),
+        }
+    }
+
+    async fn ready(&mut self) {
+        match self {
+            Input::Generated(s) => s.ready().await,
+            Input::Share(s) => s.ready().await,
+        }
+    }
+
+    async fn take(&mut self) -> Result<Vec<Record>, Failure> {
+        match self {
+            Input::Generated(s) => Ok(s.take(BATCH)),
+            Input::Share(s) => s.fetch().await.map_err(|e| Failure::Other(anyhow!("share-group source: {e}"))),
+        }
+    }
+}
+
+fn share_failure(e: crate::wire::WireError) -> Failure {
+    Failure::Other(anyhow!("share-group source: {e}"))
+}
+
+/// The input of this attempt: the generated source at the restored
+/// position, or a new member of the share group.
+async fn open_input(config: &WorkerConfig, next_seq: u64, restored: Option<u64>) -> Result<Input, Failure> {
+    let Some(share) = &config.share else { return Ok(Input::Generated(Source::new(config, next_seq))) };
+    let layout = Layout {
+        run_id: config.run_id.clone(),
+        parallelism: config.parallelism,
+        records_per_subtask: config.records,
+        partitions: config.partitions,
+        partitioning: config.partitioning,
+        rate_per_sec: config.rate_per_sec,
+    };
+    // The sink's client id: the proxy tells a subtask's traffic apart by it (`worker-N`).
+    let client = ClientConfig {
+        client_id: format!("sinkhole-{}-{}-{}", config.mode, config.subtask, config.attempt),
+        ..ClientConfig::default()
+    };
+    let first = naming::first_checkpoint(restored);
+    let s = ShareSource::join(&config.bootstrap, share.clone(), layout, client, first).await.map_err(share_failure)?;
+    Ok(Input::Share(Box::new(s)))
+}
+
 impl Worker {
     async fn send(&mut self, msg: FromWorker) -> Result<(), Failure> {
         self.tx.lock().await.send(&msg).await?;
@@ -136,6 +210,15 @@ impl Worker {
     async fn forward_events(&mut self, sink: &mut AnySink) -> Result<(), Failure> {
         for event in sink.take_events() {
             self.send(FromWorker::Event { event }).await?;
+        }
+        Ok(())
+    }
+
+    async fn forward_input_events(&mut self, input: &mut Input) -> Result<(), Failure> {
+        if let Input::Share(s) = input {
+            for event in s.take_events() {
+                self.send(FromWorker::Event { event }).await?;
+            }
         }
         Ok(())
     }
@@ -194,7 +277,8 @@ impl Worker {
         self.forward_events(&mut sink).await?;
         restore_result?;
 
-        let mut source = Source::new(&config, state.next_seq);
+        let mut source = open_input(&config, state.next_seq, restored).await?;
+        self.forward_input_events(&mut source).await?;
         self.send(FromWorker::Ready { subtask, pid: std::process::id() }).await?;
 
         let open_result = sink.open(naming::first_checkpoint(restored)).await;
@@ -232,6 +316,13 @@ impl Worker {
                                 )));
                             }
                             last_checkpoint = id;
+                            // The source's part of the barrier comes first, as a Flink
+                            // source snapshots before the barrier reaches the writer.
+                            let carried = match &mut source {
+                                Input::Share(s) => s.barrier(id).await.map_err(share_failure)?,
+                                Input::Generated(_) => vec![],
+                            };
+                            self.forward_input_events(&mut source).await?;
                             let result = sink.precommit(id).await;
                             let pre = match result {
                                 Ok(p) => p,
@@ -245,6 +336,14 @@ impl Worker {
                                     event: EventKind::TxnPrecommitted { committable: c.clone(), flush_us: pre.flush_us },
                                 })
                                 .await?;
+                                if !carried.is_empty() {
+                                    let event = EventKind::TxnRecords {
+                                        transactional_id: c.transactional_id.clone(),
+                                        checkpoint: c.checkpoint,
+                                        ranges: carried,
+                                    };
+                                    self.send(FromWorker::Event { event }).await?;
+                                }
                                 pending.insert(c.checkpoint, c);
                             }
                             self.forward_events(&mut sink).await?;
@@ -262,10 +361,28 @@ impl Worker {
                                 let c = pending.remove(&k).expect("listed above");
                                 self.commit(&mut sink, &c, false).await?;
                             }
+                            // What the commits left unacknowledged (after-commit): the
+                            // coordinator's `committed` trigger waits for a report with some.
+                            if let Input::Share(s) = &source {
+                                if s.policy() == crate::model::AckPolicy::AfterCommit {
+                                    let records = s.held_through(id);
+                                    let event = EventKind::ShareUnacknowledged { checkpoint: id, records };
+                                    self.send(FromWorker::Event { event }).await?;
+                                }
+                            }
                             self.send(FromWorker::Committed { subtask, id }).await?;
+                        }
+                        ToWorker::Acknowledge { id } => {
+                            if let Input::Share(s) = &mut source {
+                                s.acknowledge_through(id).await.map_err(share_failure)?;
+                            }
+                            self.forward_input_events(&mut source).await?;
                         }
                         ToWorker::Stop => {
                             info!(subtask, pending = pending.len(), "stop");
+                            if let Input::Share(s) = source {
+                                s.close().await;
+                            }
                             sink.close().await;
                             self.forward_events(&mut sink).await?;
                             return Ok(());
@@ -278,9 +395,10 @@ impl Worker {
                     r?;
                 }
                 _ = source.ready() => {
-                    for record in source.take(BATCH) {
+                    for record in source.take().await? {
                         sink.write(record).await?;
                     }
+                    self.forward_input_events(&mut source).await?;
                     next_seq.store(source.next_seq(), Ordering::Relaxed);
                     if source.exhausted() && !end_sent {
                         info!(subtask, records = config.records, "end of input");

@@ -407,6 +407,7 @@ fn everything_at_once() {
             aborted_read: 10,
             torn_transaction: 1,
             uncommitted_tail: 1,
+            ..Counts::default()
         }
     );
     assert_eq!(r.lost_ranges, 2);

@@ -26,6 +26,7 @@ mod calibration;
 pub mod count;
 pub mod drain;
 pub mod offline;
+pub mod share;
 pub mod store;
 
 /// How many examples of each anomaly a report keeps.
@@ -108,6 +109,17 @@ pub struct Counts {
     /// Partitions whose read_committed position stayed below the high-water mark.
     #[serde(default)]
     pub uncommitted_tail: u64,
+    /// Share-group source: deliveries the workers saw with a delivery count
+    /// above 1 ([`share::ShareView`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redelivered: u64,
+    /// Share-group source: input records the group archived by the end.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub archived: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One example of an anomaly.

@@ -2,7 +2,7 @@
 //! through the rig's own wire client, so the answers mean the same whether the brokers are JVMs
 //! here or containers. Written once; [`super::Cluster`]'s default methods call these.
 //!
-//! - which node coordinates a transactional id (FindCoordinator, key type 1);
+//! - which node coordinates a transactional id (FindCoordinator, key type 1), or a group (key type 0);
 //! - which node is the active controller (DescribeQuorum: the leader of `__cluster_metadata-0`);
 //! - which node leads a partition, and how many partitions are under-replicated (Metadata);
 //! - the coordinator's view of open transactions (DescribeTransactions);
@@ -30,6 +30,18 @@ async fn lookup_client(bootstrap: &[String]) -> Result<Client, ClusterError> {
 pub async fn find_coordinator(bootstrap: &[String], transactional_id: &str) -> Result<i32, ClusterError> {
     let mut client = lookup_client(bootstrap).await?;
     client.find_coordinator(transactional_id).await.map(|b| b.node_id).map_err(|e| ClusterError::Lookup(e.to_string()))
+}
+
+/// The node coordinating group `group` now (FindCoordinator, key type 0): for a share group the
+/// broker that answers its heartbeats and DescribeShareGroupOffsets.
+pub async fn find_group_coordinator(bootstrap: &[String], group: &str) -> Result<i32, ClusterError> {
+    use sinkhole_workloads::wire::find_coordinator::KEY_TYPE_GROUP;
+    let mut client = lookup_client(bootstrap).await?;
+    client
+        .find_coordinator_of(KEY_TYPE_GROUP, group)
+        .await
+        .map(|b| b.node_id)
+        .map_err(|e| ClusterError::Lookup(e.to_string()))
 }
 
 /// DescribeQuorum (API 55) through any running broker, which forwards it to the quorum: the

@@ -115,6 +115,12 @@ pub trait Cluster: Send {
         Box::pin(async move { lookup::find_coordinator(&bootstrap, &tid).await })
     }
 
+    /// The node coordinating consumer or share group `group` now (FindCoordinator, key type 0).
+    fn find_group_coordinator(&mut self, group: &str) -> ClusterFuture<'_, i32> {
+        let (bootstrap, group) = (self.client_bootstrap(), group.to_string());
+        Box::pin(async move { lookup::find_group_coordinator(&bootstrap, &group).await })
+    }
+
     /// The KRaft quorum leader now (DescribeQuorum).
     fn controller(&mut self) -> ClusterFuture<'_, i32> {
         let bootstrap = self.client_bootstrap();

@@ -193,6 +193,7 @@ pub enum Aimed {
     Nodes(Vec<i32>),
     CoordinatorOf { coordinator_of: String },
     LeaderOf { leader_of: String },
+    GroupCoordinatorOf { group_coordinator_of: String },
     Role(String),
 }
 

@@ -34,6 +34,12 @@ pub struct Trigger {
     pub commit_started: Option<TxnAt>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub txn_opened: Option<TxnAt>,
+    /// Share-group source: a subtask acknowledged checkpoint n's records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<AckedAt>,
+    /// A subtask reported its commits up to checkpoint n.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed: Option<AckedAt>,
     /// How much later than its time or event the fault fired (ms), when it
     /// was late at all. Past the rig's bound the verdict is inconclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +73,8 @@ impl Trigger {
             .map(|t| t.checkpoint)
             .or(self.txn_opened.as_ref().map(|t| t.checkpoint))
             .or(self.checkpoint_acked.as_ref().map(|a| a.checkpoint))
+            .or(self.acknowledged.as_ref().map(|a| a.checkpoint))
+            .or(self.committed.as_ref().map(|a| a.checkpoint))
             .or(self.checkpoint_persisted)
             .or(self.checkpoint_notified)
             .or(self.checkpoint_triggered)
@@ -79,6 +87,7 @@ impl Trigger {
     }
 }
 
+/// A subtask's event at a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AckedAt {
     pub checkpoint: u64,

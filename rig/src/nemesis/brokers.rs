@@ -51,6 +51,10 @@ pub(crate) enum Aim {
         topic: String,
         partition: i32,
     },
+    /// The coordinator of a (share) group, looked up when the action starts.
+    GroupCoordinatorOf {
+        group: String,
+    },
 }
 
 impl Aim {
@@ -62,6 +66,7 @@ impl Aim {
             }
             Aim::Controller => Aimed::Role("controller".into()),
             Aim::LeaderOf { topic, partition } => Aimed::LeaderOf { leader_of: format!("{topic}-{partition}") },
+            Aim::GroupCoordinatorOf { group } => Aimed::GroupCoordinatorOf { group_coordinator_of: group.clone() },
         }
     }
 }
@@ -216,6 +221,18 @@ async fn resolve<B: Cluster + ?Sized>(
             let found_by = if found_by_role.is_empty() { "Metadata (API 3)" } else { found_by_role };
             Ok((vec![node], Some(role_evidence("leader", &format!("{topic}-{partition}"), node, found_by))))
         }
+        Aim::GroupCoordinatorOf { group } => {
+            let node = cluster
+                .find_group_coordinator(group)
+                .await
+                .map_err(|e| format!("finding the coordinator of group {group}: {e}"))?;
+            let found_by = if found_by_role.is_empty() {
+                "FindCoordinator (key type 0) at the moment of the fault"
+            } else {
+                found_by_role
+            };
+            Ok((vec![node], Some(role_evidence("group-coordinator", group, node, found_by))))
+        }
     }
 }
 
@@ -227,6 +244,7 @@ async fn aim_of<S: Subject>(
     named: Option<(u32, String)>,
     partitions: u32,
     topic: String,
+    share_group: Option<String>,
 ) -> Result<Aim, String> {
     use super::targets::BrokerTarget;
     Ok(match resolved {
@@ -251,6 +269,10 @@ async fn aim_of<S: Subject>(
             }
             Aim::LeaderOf { topic, partition: p as i32 }
         }
+        BrokerTarget::GroupCoordinator => match share_group {
+            Some(group) => Aim::GroupCoordinatorOf { group },
+            None => return Err("group-coordinator: this mode reads no share group".into()),
+        },
     })
 }
 
@@ -466,7 +488,8 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
         let resolved = super::targets::broker_target(target, &self.node_ids, subject.workers());
         let named = trigger.and_then(Trigger::transaction);
         let (partitions, topic) = (self.cfg(f).partitions, self.cfg(f).topic.clone());
-        async move { aim_of(subject, target, resolved?, named, partitions, topic).await }
+        let group = self.cfg(f).share_group.clone();
+        async move { aim_of(subject, target, resolved?, named, partitions, topic, group).await }
     }
 
     /// Starts the next queued cluster job if none is running.

@@ -70,6 +70,9 @@ pub struct Config {
     pub transaction_timeout_ms: i32,
     pub restart_delay_ms: u64,
     pub progress: bool,
+    /// The share group the mode's job reads, with a share-group source
+    /// (`group-coordinator` targets its coordinator).
+    pub share_group: Option<String>,
 }
 
 /// One scheduled fault and what became of it.

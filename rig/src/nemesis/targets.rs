@@ -21,6 +21,9 @@ pub fn worker_targets(target: &Option<Target>, parallelism: u32) -> Result<Vec<u
         Some(Target::Named(NamedTarget::TxnCoordinator)) | Some(Target::Coordinator { .. }) => {
             Err("txn-coordinator names a broker, not a worker".into())
         }
+        Some(Target::Named(NamedTarget::GroupCoordinator)) => {
+            Err("group-coordinator names a broker, not a worker".into())
+        }
         Some(Target::Named(NamedTarget::Controller | NamedTarget::Leader)) | Some(Target::Leader { .. }) => {
             Err("controller and leader name brokers, not workers".into())
         }
@@ -37,6 +40,8 @@ pub enum BrokerTarget {
     Controller,
     /// The leader of this partition of the scenario's topic.
     LeaderOf(u32),
+    /// The coordinator of the mode's share group.
+    GroupCoordinator,
 }
 
 pub fn broker_target(target: &Option<Target>, nodes: &[i32], parallelism: u32) -> Result<BrokerTarget, String> {
@@ -61,6 +66,7 @@ pub fn broker_target(target: &Option<Target>, nodes: &[i32], parallelism: u32) -
         // Resolved through the cluster (controller / leader_of) when the fault fires.
         Some(Target::Named(NamedTarget::Controller)) => Ok(BrokerTarget::Controller),
         Some(Target::Named(NamedTarget::Leader)) => Ok(BrokerTarget::LeaderOf(0)),
+        Some(Target::Named(NamedTarget::GroupCoordinator)) => Ok(BrokerTarget::GroupCoordinator),
         Some(Target::Leader { leader: p }) => Ok(BrokerTarget::LeaderOf(*p)),
     }
 }
@@ -290,5 +296,10 @@ mod tests {
             Ok(BrokerTarget::CoordinatorOf(1))
         );
         assert!(broker_target(&Some(Target::Coordinator { txn_coordinator: 2 }), &nodes, 2).is_err());
+        assert_eq!(
+            broker_target(&Some(Target::Named(NamedTarget::GroupCoordinator)), &nodes, 2),
+            Ok(BrokerTarget::GroupCoordinator)
+        );
+        assert!(worker_targets(&Some(Target::Named(NamedTarget::GroupCoordinator)), 3).is_err());
     }
 }

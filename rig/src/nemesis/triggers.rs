@@ -39,7 +39,9 @@ pub fn event_matches(when: &When, event: &JobEvent) -> bool {
         (When::CheckpointNotified(n), JobEvent::CheckpointNotified { id }) => n <= *id,
         // The first commit of checkpoint n by any worker (live or restored).
         (When::CommitStarted(n), JobEvent::CommitStarted { checkpoint, .. }) => n <= *checkpoint,
-        (When::TxnOpened { subtask, checkpoint }, JobEvent::TxnOpened { subtask: s, checkpoint: c, .. }) => {
+        (When::TxnOpened { subtask, checkpoint }, JobEvent::TxnOpened { subtask: s, checkpoint: c, .. })
+        | (When::Acknowledged { subtask, checkpoint }, JobEvent::Acknowledged { subtask: s, checkpoint: c })
+        | (When::Committed { subtask, checkpoint }, JobEvent::Committed { subtask: s, checkpoint: c }) => {
             subtask == *s && checkpoint.is_none_or(|n| n <= *c)
         }
         _ => false,
@@ -92,6 +94,18 @@ pub fn skipped_reason(spec: &FaultSpec, latest_persisted: Option<u64>, job_ran_m
         When::TxnOpened { subtask, checkpoint: None } => {
             format!("the job ended before subtask {subtask} opened a transaction")
         }
+        When::Acknowledged { subtask, checkpoint: Some(n) } => {
+            format!("the job ended before subtask {subtask} acknowledged the input of checkpoint {n}")
+        }
+        When::Acknowledged { subtask, checkpoint: None } => {
+            format!("the job ended before subtask {subtask} acknowledged any input")
+        }
+        When::Committed { subtask, checkpoint: Some(n) } => {
+            format!("the job ended before subtask {subtask} reported the commits of checkpoint {n}")
+        }
+        When::Committed { subtask, checkpoint: None } => {
+            format!("the job ended before subtask {subtask} reported any commit")
+        }
     }
 }
 
@@ -124,6 +138,12 @@ pub fn event_trigger(event: &JobEvent) -> Trigger {
                 transactional_id: transactional_id.clone(),
                 restored: None,
             })
+        }
+        JobEvent::Acknowledged { subtask, checkpoint } => {
+            t.acknowledged = Some(AckedAt { checkpoint: *checkpoint, subtask: *subtask })
+        }
+        JobEvent::Committed { subtask, checkpoint } => {
+            t.committed = Some(AckedAt { checkpoint: *checkpoint, subtask: *subtask })
         }
         JobEvent::Started { .. } | JobEvent::Up { .. } | JobEvent::Down { .. } | JobEvent::Ended => {}
     }
@@ -228,10 +248,44 @@ pub(super) mod tests {
         assert_eq!(due(opened(0, 1)), vec![5]);
         // Persisted and the job's own lifecycle trigger none of them.
         assert!(due(persisted(9)).is_empty());
+        assert!(due(JobEvent::Acknowledged { subtask: 1, checkpoint: 3 }).is_empty());
+        assert!(due(JobEvent::Committed { subtask: 1, checkpoint: 3 }).is_empty());
         assert!(due(JobEvent::Up { attempt: 0 }).is_empty());
         for s in &specs {
             assert!(skipped_reason(s, None, 10).starts_with("the job ended before"), "{:?}", s.when);
         }
+    }
+
+    #[test]
+    fn share_source_triggers_match_their_subtask_and_checkpoint() {
+        let specs = vec![
+            spec(FaultKind::KillWorkers, When::Acknowledged { subtask: 0, checkpoint: Some(3) }),
+            spec(FaultKind::KillWorkers, When::Committed { subtask: 1, checkpoint: Some(3) }),
+            spec(FaultKind::KillWorkers, When::Committed { subtask: 0, checkpoint: None }),
+        ];
+        let fired = vec![false; specs.len()];
+        let due = |e: JobEvent| due_on_event(&specs, &fired, &e);
+        let acked = |subtask, checkpoint| JobEvent::Acknowledged { subtask, checkpoint };
+        let committed = |subtask, checkpoint| JobEvent::Committed { subtask, checkpoint };
+        assert!(due(acked(0, 2)).is_empty(), "too early");
+        assert!(due(acked(1, 3)).is_empty(), "another subtask");
+        assert_eq!(due(acked(0, 3)), vec![0]);
+        assert_eq!(due(acked(0, 5)), vec![0], "3 never happened: the first later one");
+        assert_eq!(due(committed(1, 3)), vec![1]);
+        assert_eq!(due(committed(0, 1)), vec![2], "no checkpoint: the first");
+        assert!(due(JobEvent::CommitStarted {
+            subtask: 1,
+            checkpoint: 3,
+            transactional_id: "p-1-3".into(),
+            restored: false
+        })
+        .is_empty());
+        let t = serde_json::to_value(event_trigger(&acked(0, 3))).unwrap();
+        assert_eq!(t, serde_json::json!({"acknowledged": {"checkpoint": 3, "subtask": 0}}));
+        assert_eq!(event_trigger(&committed(1, 4)).checkpoint(), Some(4));
+        let r = skipped_reason(&specs[0], None, 10);
+        assert!(r.contains("subtask 0 acknowledged the input of checkpoint 3"), "{r}");
+        assert!(skipped_reason(&specs[2], None, 10).contains("reported any commit"));
     }
 
     #[test]

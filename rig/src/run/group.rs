@@ -45,6 +45,9 @@ async fn prepare(plan: &Plan, cluster: &dyn Cluster, mode: SinkMode) -> anyhow::
         .await
         .with_context(|| format!("creating topic {topic}"))?;
     drop(client);
+    if let Some(line) = super::share::prepare(&cluster.bootstrap_list(), s, &plan.run_id, &topic).await? {
+        progress(&format!("{mode}: {line}"));
+    }
     progress(&format!("{mode}: topic {topic} ready; running the job"));
     // Without the tail the run goes on, unmeasured.
     let tail = match latency::tail::Tail::start(&cluster.bootstrap(), &topic, s.topic.partitions) {
@@ -169,12 +172,12 @@ async fn judge(
         None => None,
     };
     // A mode the broker cannot run wrote nothing worth checking.
-    let report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
+    let mut report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
         None
     } else {
         progress(&format!("{mode}: job {:?}; draining {topic}", outcome.job));
         let spec = CheckSpec {
-            bootstrap,
+            bootstrap: bootstrap.clone(),
             topic: topic.clone(),
             expected: Expected {
                 run_id: plan.run_id.clone(),
@@ -187,6 +190,10 @@ async fn judge(
         };
         Some(checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
     };
+    let share_view = match report.as_mut() {
+        Some(r) => super::share::view(&bootstrap_list(&bootstrap), s, &topic, &outcome.history, r).await,
+        None => None,
+    };
     let mut v = verdict::build(VerdictInput {
         scenario: &s.name,
         run_id: &plan.run_id,
@@ -198,6 +205,7 @@ async fn judge(
         seed: plan.seed,
         drained: dir.join(checker::store::FILE_NAME),
     });
+    v.share = share_view;
     // Unchecked (unsupported): still say how many records the job was for.
     v.counts.expected = u64::from(s.job.parallelism) * s.job.records_per_subtask;
     match latency::finish_mode(mode, &dir, &outcome.history, seen.as_ref()) {
@@ -209,6 +217,10 @@ async fn judge(
     let first =
         crate::history::read(&outcome.history).ok().and_then(|h| first_transaction_ms(&h.events, s.job.parallelism));
     Ok((summarize(&v, Some(path)), first))
+}
+
+fn bootstrap_list(b: &str) -> Vec<String> {
+    b.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
 }
 
 /// From the job's first start to the moment every subtask had opened its

@@ -26,6 +26,7 @@ use crate::scenario::{self, Scenario};
 mod cluster;
 mod group;
 pub mod reuse;
+pub mod share;
 
 use cluster::start_cluster;
 pub use cluster::{sink_acls, SINK_USER};
@@ -135,6 +136,10 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
             return Err(RunError::BadInput(anyhow!("--kafka takes one version, got {}", v.join(","))));
         }
         s.cluster.kafka = v[0].clone();
+        // Validation saw the file's version; a share-group source on one without share groups is refused here.
+        if let Some(why) = s.share_source().and_then(|_| crate::scenario::source::no_share_groups(&s.cluster.kafka)) {
+            return Err(RunError::BadInput(anyhow!("--kafka {}: {why}", s.cluster.kafka)));
+        }
     }
     if let Some(jar) = &args.connector_jar {
         let f = s.flink.get_or_insert_with(Default::default);
@@ -209,6 +214,10 @@ pub fn broker_config(s: &Scenario) -> std::collections::BTreeMap<String, String>
         s.cluster.broker_config.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
     for (k, v) in [("transaction.two.phase.commit.enable", "true"), ("unstable.api.versions.enable", "true")] {
         m.entry(k.to_string()).or_insert_with(|| v.to_string());
+    }
+    // A share-group source's lock, delivery limit, heartbeat and session, unless set.
+    for (k, v) in crate::scenario::source::broker_settings(s) {
+        m.entry(k).or_insert(v);
     }
     m
 }
@@ -463,6 +472,16 @@ mod tests {
         assert!(matches!(plan(&a, 0), Err(RunError::BadInput(_))));
         let Err(RunError::BadInput(e)) = plan(&args("no-such.yaml"), 0) else { panic!("missing file accepted") };
         assert!(e.to_string().contains("no-such.yaml"), "{e}");
+    }
+
+    #[test]
+    fn a_share_group_source_on_a_release_without_share_groups_is_bad_input() {
+        let mut a = args("share-clean.yaml");
+        a.kafka = Some("4.0.2".into());
+        let Err(RunError::BadInput(e)) = plan(&a, 0) else { panic!("4.0.2 accepted for a share-group source") };
+        assert!(e.to_string().contains("--kafka 4.0.2: Kafka 4.0.2 has no usable share groups"), "{e}");
+        a.kafka = Some("4.2.0".into());
+        assert!(plan(&a, 0).is_ok());
     }
 
     #[test]

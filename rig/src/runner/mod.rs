@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_workloads::model::{ShareInput, SinkMode};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -125,8 +125,10 @@ fn nemesis_config(
     partitions: u32,
     job: &crate::scenario::JobSpec,
     progress: bool,
+    share_group: Option<String>,
 ) -> nemesis::Config {
     nemesis::Config {
+        share_group,
         mode,
         topic: topic.to_string(),
         partitions,
@@ -134,6 +136,18 @@ fn nemesis_config(
         restart_delay_ms: job.restart_delay_ms,
         progress,
     }
+}
+
+/// A mode's share-group input, named from its output topic
+/// ([`crate::scenario::source::input_topic`]), if the scenario reads one.
+pub fn share_input(s: &Scenario, topic: &str) -> Option<ShareInput> {
+    use crate::scenario::source;
+    s.share_source().map(|sh| ShareInput {
+        group_id: source::share_group(topic),
+        input_topic: source::input_topic(topic),
+        ack: sh.ack,
+        batch: sh.batch,
+    })
 }
 
 fn start_rig(
@@ -151,6 +165,7 @@ fn start_rig(
         tid_prefix: run.tid_prefix.clone(),
         progress: run.progress,
         sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| cluster.sink_listener()),
+        share: share_input(run.scenario, &run.topic),
     };
     start_job(job, ProcessLauncher::new(run.sinkhole_bin.clone()), bootstrap)
 }
@@ -161,7 +176,8 @@ fn start_job<L: Launcher + 'static>(
     bootstrap: &watch::Sender<Vec<String>>,
 ) -> anyhow::Result<Started> {
     let (history, path) = history_in(&cfg.dir, cfg.mode)?;
-    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress);
+    let group = cfg.share.as_ref().map(|s| s.group_id.clone());
+    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress, group);
     let running = rig_job::start(cfg, launcher, history.clone(), bootstrap.subscribe())?;
     Ok(Started {
         member: Member { subject: AnySubject::Rig(running.handle), history, cfg: ncfg },
@@ -201,7 +217,7 @@ async fn start_flink(run: &ModeRun<'_>, bootstrap: Vec<String>) -> anyhow::Resul
         progress: run.progress,
     };
     let (history, path) = history_in(&cfg.dir, cfg.mode)?;
-    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress);
+    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress, None);
     let running = flink::start(cfg, history.clone())?;
     Ok(Started {
         member: Member { subject: AnySubject::Flink(running.handle), history, cfg: ncfg },

@@ -201,6 +201,7 @@ async fn fake_worker(
             msg = rd.recv::<ToWorker>() => match msg.map_err(|e| e.to_string())? {
                 None => return Err("the coordinator closed the channel".into()),
                 Some(ToWorker::Stop) => return Ok(()),
+                Some(ToWorker::Acknowledge { .. }) => {}
                 Some(ToWorker::Checkpoint { id }) => {
                     if s == 0 && b.ignore_checkpoint == Some(id) {
                         continue;
@@ -411,6 +412,7 @@ async fn run_with<B: Cluster>(
         tid_prefix: format!("t-{name}"),
         progress: false,
         sink_listener: None,
+        share: None,
     };
     let outcome = tokio::time::timeout(Duration::from_secs(30), super::run_job(cfg, launcher, faults, brokers))
         .await
@@ -1280,6 +1282,7 @@ async fn run_side_by_side<B: Cluster>(
             tid_prefix: format!("t-{name}-{mode}"),
             progress: false,
             sink_listener: None,
+            share: None,
         };
         jobs.push((cfg, launcher));
         all_configs.push(configs);

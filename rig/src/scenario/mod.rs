@@ -25,6 +25,7 @@ pub mod flink;
 pub mod load;
 mod located;
 pub mod schedule;
+pub mod source;
 mod validate;
 pub mod values;
 pub mod when;
@@ -36,6 +37,7 @@ pub use fault::{
 pub use flink::{FlinkSpec, Naming};
 pub use load::{from_str, load, ScenarioError};
 pub use located::Problem;
+pub use source::{ShareSpec, SourceKind, SourceSpec};
 pub use values::*;
 pub use when::When;
 
@@ -51,6 +53,9 @@ pub struct Scenario {
     pub cluster: ClusterSpec,
     pub topic: TopicSpec,
     pub job: JobSpec,
+    /// Where the records come from: generated (default) or a share group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceSpec>,
     pub modes: Vec<SinkMode>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
@@ -309,6 +314,12 @@ pub enum CountName {
     Nonmonotonic,
     AbortedRead,
     TornTransaction,
+    /// Share-group source: deliveries with a delivery count above 1 (a lock
+    /// ran out, a member went away), as the workers saw them.
+    Redelivered,
+    /// Share-group source: input records the group archived (the delivery
+    /// limit), by its own persisted state at the end.
+    Archived,
 }
 
 /// A condition on a count: `0`, `">0"`, `">=5"`, `"<10"`, `"==3"`.
@@ -438,10 +449,17 @@ pub fn count_key(c: CountName) -> &'static str {
         CountName::Nonmonotonic => "nonmonotonic",
         CountName::AbortedRead => "aborted-read",
         CountName::TornTransaction => "torn-transaction",
+        CountName::Redelivered => "redelivered",
+        CountName::Archived => "archived",
     }
 }
 
 impl Scenario {
+    /// The share-group source, with its defaults, if the job reads one.
+    pub fn share_source(&self) -> Option<ShareSpec> {
+        self.source.as_ref().and_then(|s| s.share(self.job.parallelism))
+    }
+
     /// The `flink:` section, or its defaults.
     pub fn flink_spec(&self) -> FlinkSpec {
         self.flink.clone().unwrap_or_default()

@@ -162,6 +162,12 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         }
     }
 
+    // source
+    for (path, message) in super::source::validate(s) {
+        bad(path, message);
+    }
+    let share = s.share_source().is_some();
+
     // expect
     for (m, e) in &s.expect {
         let path = vec![key("expect"), key(m.name())];
@@ -176,10 +182,21 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         }
         if let Expectation::Counts(conds) = e {
             for (name, cond) in conds {
+                let mut p = path.clone();
+                p.push(key(count_key(*name)));
                 if let Err(msg) = cond.parse() {
-                    let mut p = path.clone();
-                    p.push(key(count_key(*name)));
-                    bad(p, msg);
+                    bad(p.clone(), msg);
+                }
+                match name {
+                    CountName::Redelivered | CountName::Archived if !share => bad(
+                        p,
+                        format!("{} is counted for a share-group source only (source: {{type: share-group}})", count_key(*name)),
+                    ),
+                    CountName::Nonmonotonic if share => bad(
+                        p,
+                        "a share group hands records out in no order across its members: nonmonotonic is not counted with a share-group source".into(),
+                    ),
+                    _ => {}
                 }
             }
         }
@@ -319,8 +336,21 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
             p.push(key("subtask"));
             check_subtask(bad, p, subtask);
         }
-        When::TxnOpened { subtask, checkpoint } => {
-            let mut p = when_path(&["txn_opened"]);
+        When::TxnOpened { subtask, checkpoint }
+        | When::Acknowledged { subtask, checkpoint }
+        | When::Committed { subtask, checkpoint } => {
+            let name = match f.when {
+                When::TxnOpened { .. } => "txn_opened",
+                When::Acknowledged { .. } => "acknowledged",
+                _ => "committed",
+            };
+            let mut p = when_path(&[name]);
+            if name == "acknowledged" && s.share_source().is_none() {
+                bad(
+                    p.clone(),
+                    "acknowledged is a share-group source's event: add source: {type: share-group} or use another trigger".into(),
+                );
+            }
             p.push(key("subtask"));
             check_subtask(bad, p.clone(), subtask);
             if let Some(n) = checkpoint {
@@ -361,6 +391,9 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
             None | Some(Target::Named(NamedTarget::All)) => {}
             Some(Target::Named(NamedTarget::TxnCoordinator)) | Some(Target::Coordinator { .. }) => {
                 bad(tp, format!("txn-coordinator is a broker; {kind} {whose}: use all or subtask ids"))
+            }
+            Some(Target::Named(NamedTarget::GroupCoordinator)) => {
+                bad(tp, format!("group-coordinator is a broker; {kind} {whose}: use all or subtask ids"))
             }
             Some(Target::Named(NamedTarget::Controller | NamedTarget::Leader)) | Some(Target::Leader { .. }) => {
                 bad(tp, format!("controller and leader are brokers; {kind} {whose}: use all or subtask ids"))
@@ -540,6 +573,10 @@ fn unknown_api(name: &str) -> String {
 fn check_broker_target(s: &Scenario, t: &Target, tp: &[Seg], bad: &mut impl FnMut(Vec<Seg>, String)) {
     let (c, j) = (&s.cluster, &s.job);
     match t {
+        Target::Named(NamedTarget::GroupCoordinator) if s.share_source().is_none() => bad(
+            tp.to_vec(),
+            "group-coordinator is the broker coordinating the share group: add source: {type: share-group}".into(),
+        ),
         Target::Named(_) => {}
         Target::Coordinator { txn_coordinator } if *txn_coordinator >= j.parallelism => {
             let mut p = tp.to_vec();

@@ -91,7 +91,8 @@ pub enum TidSelector {
 #[serde(untagged)]
 pub enum Target {
     /// `all`, `txn-coordinator` (of subtask 0's current transactional id),
-    /// `controller` (the KRaft quorum leader), `leader` (of partition 0).
+    /// `controller` (the KRaft quorum leader), `leader` (of partition 0),
+    /// `group-coordinator` (of the share group a share-group source reads).
     Named(NamedTarget),
     /// Subtask ids (worker and coordinator faults) or node ids (broker faults).
     Ids(Vec<i64>),
@@ -111,4 +112,7 @@ pub enum NamedTarget {
     TxnCoordinator,
     Controller,
     Leader,
+    /// The broker coordinating the mode's share group (FindCoordinator key
+    /// type 0, the group id): share-group sources only.
+    GroupCoordinator,
 }

@@ -25,4 +25,16 @@ pub enum When {
     CommitStarted(u64),
     /// When subtask s opens a transaction (for checkpoint n's interval if given).
     TxnOpened { subtask: u32, checkpoint: Option<u64> },
+    /// Share-group source: when subtask s has acknowledged to the group the
+    /// records checkpoint n's transaction carries (`before-commit`, `at-poll`:
+    /// at n's barrier, n not complete yet) or carried (`after-commit`: after
+    /// n's commit). With `before-commit` and `at-poll` checkpoint n waits
+    /// for the fault: a kill here lands between acknowledgement and commit.
+    Acknowledged { subtask: u32, checkpoint: Option<u64> },
+    /// When subtask s reports every commit up to checkpoint n settled. With
+    /// an `after-commit` share-group source, s acknowledges n's records only
+    /// after the fault: a kill here lands between commit and acknowledgement;
+    /// a report that left no record unacknowledged (an empty interval) has
+    /// no such window and sets off nothing.
+    Committed { subtask: u32, checkpoint: Option<u64> },
 }

@@ -16,7 +16,8 @@
 //!   effect the kernel confirmed;
 //! - **the job's events**, for triggers: a stream of [`Notice`]s (checkpoint
 //!   triggered, acked, persisted, notified; commit started; transaction
-//!   opened; the job up, down, ended);
+//!   opened; a share-group source's acknowledgement; commits reported; the
+//!   job up, down, ended);
 //! - **hooks for the coordinator faults** ([`Subject::arm`]): drop or delay
 //!   a notification, decline a checkpoint, crash in the persist→notify window.
 //!
@@ -96,6 +97,17 @@ pub enum JobEvent {
         checkpoint: u64,
         transactional_id: String,
     },
+    /// Share-group source: a worker acknowledged to the group the records of
+    /// checkpoint `checkpoint`'s transaction.
+    Acknowledged {
+        subtask: u32,
+        checkpoint: u64,
+    },
+    /// A worker reported every commit up to `checkpoint` settled.
+    Committed {
+        subtask: u32,
+        checkpoint: u64,
+    },
     /// The job ended (finished, failed or unsupported); nothing follows.
     Ended,
 }
@@ -108,7 +120,10 @@ impl JobEvent {
             | JobEvent::CheckpointAcked { id, .. }
             | JobEvent::CheckpointPersisted { id }
             | JobEvent::CheckpointNotified { id } => Some(*id),
-            JobEvent::CommitStarted { checkpoint, .. } | JobEvent::TxnOpened { checkpoint, .. } => Some(*checkpoint),
+            JobEvent::CommitStarted { checkpoint, .. }
+            | JobEvent::TxnOpened { checkpoint, .. }
+            | JobEvent::Acknowledged { checkpoint, .. }
+            | JobEvent::Committed { checkpoint, .. } => Some(*checkpoint),
             _ => None,
         }
     }

@@ -168,6 +168,17 @@ impl ShareConsumer {
         self.lock_timeout_ms
     }
 
+    /// Changes `MaxRecords` (and `BatchSize`) for the next polls: a source
+    /// under a rate asks for what the rate allows now.
+    pub fn set_max_records(&mut self, n: i32) {
+        self.config.max_records = n.max(1);
+    }
+
+    /// The group this member belongs to.
+    pub fn group_id(&self) -> &str {
+        &self.config.group_id
+    }
+
     /// The consumer's own client (metadata, for instance).
     pub fn client(&mut self) -> &mut Client {
         &mut self.client

@@ -21,12 +21,16 @@
 //! * [`acks`][]: `ShareCompletedFetch` (acquired ranges, delivery counts, gaps)
 //!   and `Acknowledgements` (acknowledgement batches).
 //!
+//! * [`source`][]: the worker's share-group source on top of the consumer —
+//!   what the rig's acknowledgement policies acknowledge, and when.
+//!
 //! Acknowledgement is explicit only (Java's `share.acknowledgement.mode=explicit`):
 //! the caller decides when each record is done, which is what the rig's
 //! acknowledgement policies need.
 pub mod acks;
 pub mod consumer;
 pub mod membership;
+pub mod source;
 
 pub use acks::ShareRecord;
 pub use consumer::{random_member_id, AckResult, ShareConsumer, ShareConsumerConfig};

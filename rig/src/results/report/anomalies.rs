@@ -32,6 +32,11 @@ pub(super) fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
                 ("torn-transaction", c.torn_transaction),
                 ("uncommitted-tail", c.uncommitted_tail.max(v.uncommitted_tail.len() as u64)),
             ];
+            // Share-group source only: evidence, not anomalies of the output.
+            let evidence: Vec<(&str, u64)> = match &v.share {
+                Some(_) => vec![("redelivered", c.redelivered), ("archived", c.archived)],
+                None => vec![],
+            };
             if anomalies.iter().all(|(_, n)| *n == 0) {
                 let _ = write!(
                     out,
@@ -45,6 +50,9 @@ pub(super) fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
             for (k, n) in anomalies {
                 let (name, num) = if n > 0 { (" class=\"anomaly\"", "num anomaly") } else { ("", "num") };
                 let _ = write!(out, "<tr><td{name}>{k}</td><td class=\"{num}\">{n}</td></tr>");
+            }
+            for (k, n) in evidence {
+                let _ = write!(out, "<tr><td>{k}</td><td class=\"num\">{n}</td></tr>");
             }
             out.push_str("</table>");
             let e = &v.examples;
@@ -100,6 +108,9 @@ pub(super) fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
                 }
                 out.push_str("</table>");
             }
+        }
+        if let Some(s) = &v.share {
+            super::share::share_table(&mut out, s);
         }
         // What the job did, for reading the counts.
         out.push_str("<table class=\"job\"><caption>job</caption>");

@@ -30,6 +30,7 @@ mod anomalies;
 pub mod charts;
 mod checkpoints;
 pub mod data;
+mod share;
 
 #[cfg(test)]
 mod tests;

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use sinkhole_workloads::model::{
-    CheckpointRecord, CommitOutcome, EventKind, FromWorker, Source, SubtaskState, ToWorker,
+    AckPolicy, CheckpointRecord, CommitOutcome, EventKind, FromWorker, Source, SubtaskState, ToWorker,
 };
 use tokio::net::UnixListener;
 use tokio::sync::{mpsc, watch};
@@ -326,6 +326,22 @@ impl<L: Launcher> Coordinator<L> {
             FromWorker::Committed { id, .. } => {
                 let slot = &mut self.attempt.slots[i];
                 slot.committed = slot.committed.max(id);
+                let event = JobEvent::Committed { subtask: s, checkpoint: id };
+                let unacked = std::mem::take(&mut self.attempt.slots[i].unacknowledged);
+                if self.cfg.share.as_ref().is_some_and(|sh| sh.ack == AckPolicy::AfterCommit) {
+                    // What a Flink source does in notifyCheckpointComplete, after
+                    // the sink's commit: a fault on this report lands between the
+                    // two. A report that left nothing unacknowledged has no window:
+                    // it sets off no trigger.
+                    if unacked.is_some_and(|(c, n)| c == id && n > 0) {
+                        let point = Point::AckInput { attempt: self.attempt.number, subtask: s, id };
+                        self.notice_held(at, event, point);
+                    } else {
+                        self.send(i, &ToWorker::Acknowledge { id }).await;
+                    }
+                } else {
+                    self.notice(at, event);
+                }
             }
             FromWorker::EndOfInput { .. } => {
                 let slot = &mut self.attempt.slots[i];
@@ -335,6 +351,9 @@ impl<L: Launcher> Coordinator<L> {
             FromWorker::Event { event } => {
                 if let EventKind::CommitFinished { outcome: CommitOutcome::Dropped { .. }, .. } = &event {
                     self.committables_dropped += 1;
+                }
+                if let EventKind::ShareUnacknowledged { checkpoint, records } = &event {
+                    self.attempt.slots[i].unacknowledged = Some((*checkpoint, *records));
                 }
                 let unsupported = match &event {
                     EventKind::Unsupported { what, error } => Some(format!("{what} → {error}")),
@@ -354,11 +373,24 @@ impl<L: Launcher> Coordinator<L> {
                         checkpoint: *checkpoint,
                         transactional_id: transactional_id.clone(),
                     }),
+                    EventKind::ShareAcknowledged { checkpoint, .. } => {
+                        Some(JobEvent::Acknowledged { subtask: s, checkpoint: *checkpoint })
+                    }
+                    _ => None,
+                };
+                // Acknowledged at n's barrier (before-commit, at-poll): n completes,
+                // and so commits, only once the nemesis lets go of the report.
+                let hold = match &event {
+                    EventKind::ShareAcknowledged { checkpoint, policy, .. } if *policy != AckPolicy::AfterCommit => {
+                        Some(Point::Complete(*checkpoint))
+                    }
                     _ => None,
                 };
                 self.history.record_at(at, Source::Worker { subtask: s }, event).context("writing the history")?;
-                if let Some(e) = job_event {
-                    self.notice(at, e);
+                match (job_event, hold) {
+                    (Some(e), Some(point)) => self.notice_held(at, e, point),
+                    (Some(e), None) => self.notice(at, e),
+                    _ => {}
                 }
                 if let Some(error) = unsupported {
                     self.progress(&format!("unsupported on this broker: {error}"));
@@ -430,6 +462,11 @@ impl<L: Launcher> Coordinator<L> {
                 // the order it took them.
                 for (s, _arrived, state) in waiting {
                     self.take_ack(s, Instant::now(), id, state)?;
+                }
+            }
+            Point::AckInput { attempt, subtask, id } => {
+                if attempt == self.attempt.number && self.phase == Phase::Running {
+                    self.send(subtask as usize, &ToWorker::Acknowledge { id }).await;
                 }
             }
             Point::Complete(_) | Point::Notify(_) => {}

@@ -52,6 +52,8 @@ pub struct JobConfig {
     /// Workers bootstrap from this listener with its credentials instead of
     /// the cluster's bootstrap (ACL scenarios: the sink's own principal).
     pub sink_listener: Option<crate::cluster::SinkListener>,
+    /// The workers read this share group instead of generating their records.
+    pub share: Option<sinkhole_workloads::model::ShareInput>,
 }
 
 pub use super::JobReport;

@@ -40,6 +40,9 @@ pub(super) enum Point {
     Complete(u64),
     /// Checkpoint n is notified once its persist is released.
     Notify(u64),
+    /// `after-commit` share-group source: subtask s of attempt a is told to
+    /// acknowledge the input of checkpoint n once its commit report is released.
+    AckInput { attempt: u32, subtask: u32, id: u64 },
 }
 
 pub struct Coordinator<L: Launcher> {
@@ -109,6 +112,9 @@ pub(super) struct Slot {
     pub expected_exit: bool,
     /// A fault killed it (between persist and notify: no notification).
     pub killed_by_fault: bool,
+    /// `after-commit` share-group source: the records its last commit report
+    /// left unacknowledged, by checkpoint.
+    pub unacknowledged: Option<(u64, u64)>,
 }
 
 pub(super) struct Attempt {
