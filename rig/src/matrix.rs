@@ -54,6 +54,9 @@ pub struct MatrixArgs {
     pub inputs: Vec<PathBuf>,
     /// Mode names; empty = each scenario's own (as `sinkhole run --mode`).
     pub modes: Vec<String>,
+    /// Mutants run beside each scenario's modes where their base runs
+    /// (`sinkhole calibrate`; [`run::add_mutants`]).
+    pub mutants: Vec<sinkhole_workloads::model::Mutant>,
     /// Kafka versions; empty = each scenario's own.
     pub kafka: Vec<String>,
     pub seeds: Seeds,
@@ -75,6 +78,7 @@ impl Default for MatrixArgs {
         MatrixArgs {
             inputs: Vec::new(),
             modes: Vec::new(),
+            mutants: Vec::new(),
             kafka: Vec::new(),
             seeds: Seeds::default(),
             results: PathBuf::from("results"),
@@ -523,10 +527,7 @@ pub fn prepare(args: &MatrixArgs, random_seed: u64) -> Result<Prepared, Vec<Stri
     }
     for m in &args.modes {
         if SinkMode::parse(m).is_none() {
-            problems.push(format!(
-                "--modes {m}: unknown mode; known modes: {}",
-                SinkMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
-            ));
+            problems.push(run::unknown_mode("--modes", m));
         }
     }
     if let Seeds::Count { n: 0, .. } = args.seeds {
@@ -596,6 +597,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
     RunArgs {
         file: k.file.clone(),
         modes: args.modes.clone(),
+        mutants: args.mutants.clone(),
         kafka: Some(k.kafka.clone()),
         seed: Some(k.seed),
         results: args.results.clone(),

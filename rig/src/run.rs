@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context};
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_workloads::model::{Mutant, SinkMode};
 use sinkhole_workloads::wire::acls::{self, AclBinding};
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 use sinkhole_workloads::wire::SaslPlain;
@@ -33,8 +33,11 @@ use crate::verdict::{self, VerdictInput};
 #[derive(Debug, Clone, Default)]
 pub struct RunArgs {
     pub file: PathBuf,
-    /// Mode names; empty = the scenario's.
+    /// Mode names; empty = the scenario's. A mutant's name runs it.
     pub modes: Vec<String>,
+    /// Mutants to run besides the modes, each in a scenario that runs its
+    /// base mode (`sinkhole calibrate`).
+    pub mutants: Vec<Mutant>,
     pub kafka: Option<String>,
     pub seed: Option<u64>,
     pub results: PathBuf,
@@ -78,11 +81,12 @@ impl Plan {
     pub fn mode_dir(&self, m: SinkMode) -> PathBuf {
         self.dir.join(m.name())
     }
+    /// A mutant's `~` is not legal in a topic name: [`SinkMode::slug`].
     pub fn topic(&self, m: SinkMode) -> String {
-        format!("sinkhole-{}-{}", self.run_id, m.name())
+        format!("sinkhole-{}-{}", self.run_id, m.slug())
     }
     pub fn tid_prefix(&self, m: SinkMode) -> String {
-        format!("sinkhole-{}-{}", self.short_id, m.name())
+        format!("sinkhole-{}-{}", self.short_id, m.slug())
     }
 }
 
@@ -105,21 +109,27 @@ fn short_id(run_id: &str) -> String {
 /// Loads and validates the scenario and applies the command line.
 pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
     let mut s = scenario::load(&args.file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
+    let written = s.expect.clone();
     if !args.modes.is_empty() {
         let mut modes = Vec::new();
         for name in &args.modes {
-            let m = SinkMode::parse(name).ok_or_else(|| {
-                RunError::BadInput(anyhow!(
-                    "--mode {name}: unknown mode; known modes: {}",
-                    SinkMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
-                ))
-            })?;
+            let m = SinkMode::parse(name).ok_or_else(|| RunError::BadInput(anyhow!(unknown_mode("--mode", name))))?;
             if !modes.contains(&m) {
                 modes.push(m);
             }
         }
         s.expect.retain(|m, _| modes.contains(m));
         s.modes = modes;
+    }
+    add_mutants(&mut s, &args.mutants);
+    // A mutant is judged against the expectation of the mode it mutates
+    // (unless the scenario states one of its own).
+    for m in s.modes.clone() {
+        if let Some(base) = m.mutant().map(|x| x.base()) {
+            if let (false, Some(e)) = (s.expect.contains_key(&m), written.get(&base).cloned()) {
+                s.expect.insert(m, e);
+            }
+        }
     }
     if let Some(k) = &args.kafka {
         let v = install::parse_versions(k).map_err(|e| RunError::BadInput(e.into()))?;
@@ -148,6 +158,27 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
         schedule,
         policy,
     })
+}
+
+/// The error for a mode name that is neither a mode nor a mutant.
+pub fn unknown_mode(flag: &str, name: &str) -> String {
+    format!(
+        "{flag} {name}: unknown mode; known modes: {}; mutants: {}",
+        SinkMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
+        Mutant::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// Adds each of `mutants` whose base mode the scenario runs, after the
+/// scenario's own modes (the mutant runs on the same cluster, under the
+/// same faults, with its base's expectation).
+pub fn add_mutants(s: &mut Scenario, mutants: &[Mutant]) {
+    for m in mutants {
+        let mode = SinkMode::Mutant(*m);
+        if s.modes.contains(&m.base()) && !s.modes.contains(&mode) {
+            s.modes.push(mode);
+        }
+    }
 }
 
 /// Where [`execute`]'s progress lines go instead of stderr.
@@ -537,6 +568,42 @@ mod tests {
         assert!(matches!(plan(&a, 0), Err(RunError::BadInput(_))));
         let Err(RunError::BadInput(e)) = plan(&args("no-such.yaml"), 0) else { panic!("missing file accepted") };
         assert!(e.to_string().contains("no-such.yaml"), "{e}");
+    }
+
+    #[test]
+    fn a_named_mutant_runs_with_its_base_expectation() {
+        let mut a = args("flip319-long-outage.yaml");
+        a.modes = vec!["twopc-inject".into(), "legacy~restore-off-by-one".into()];
+        let p = plan(&a, 1_787_400_000).unwrap();
+        let m = SinkMode::Mutant(Mutant::RestoreOffByOne);
+        assert_eq!(p.scenario.modes, vec![SinkMode::TwopcInject, m]);
+        // Its base (legacy) is not run, but its expectation is the mutant's.
+        assert_eq!(
+            p.scenario.expect.get(&m),
+            Some(&scenario::Expectation::Counts(
+                [(scenario::CountName::Lost, scenario::Condition::Expr(">0".into()))].into()
+            ))
+        );
+        assert_eq!(p.topic(m), "sinkhole-flip319-long-outage-20260822T120000-7-legacy.restore-off-by-one");
+        assert!(!p.tid_prefix(m).contains('~'));
+        assert_eq!(p.mode_dir(m).file_name().unwrap(), "legacy~restore-off-by-one");
+
+        // --mutants adds every mutant whose base the scenario runs, after its own modes.
+        let mut a = args("kafka-6119.yaml");
+        a.mutants = Mutant::ALL.to_vec();
+        let p = plan(&a, 0).unwrap();
+        assert_eq!(&p.scenario.modes[..2], &[SinkMode::Legacy, SinkMode::TwopcInject]);
+        assert_eq!(p.scenario.modes.len(), 2 + Mutant::ALL.len(), "{:?}", p.scenario.modes);
+        for m in &p.scenario.modes[2..] {
+            assert_eq!(p.scenario.expect.get(m), p.scenario.expect.get(&m.base()), "{m}");
+        }
+        let mut a = args("kill-restore.yaml");
+        a.modes = vec!["at-least-once".into()];
+        a.mutants = Mutant::ALL.to_vec();
+        assert_eq!(plan(&a, 0).unwrap().scenario.modes, vec![SinkMode::AtLeastOnce], "no base, no mutant");
+        a.modes = vec!["legacy~flink".into()];
+        let Err(RunError::BadInput(e)) = plan(&a, 0) else { panic!("unknown mutant accepted") };
+        assert!(e.to_string().contains("mutants: legacy~assume-committed"), "{e}");
     }
 
     #[test]

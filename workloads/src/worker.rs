@@ -21,7 +21,7 @@ use tracing::{debug, error, info};
 
 use crate::control::{Channel, ChannelReader, ChannelWriter};
 use crate::model::{CommitOutcome, Committable, EventKind, FromWorker, SubtaskState, ToWorker, WorkerConfig};
-use crate::sink::{naming, AnySink, Sink, SinkError};
+use crate::sink::{mutants, naming, AnySink, Sink, SinkError};
 use crate::source::Source;
 
 /// Records handed to the sink per turn of the loop when unthrottled, so the
@@ -194,7 +194,8 @@ impl Worker {
         self.forward_events(&mut sink).await?;
         restore_result?;
 
-        let mut source = Source::new(&config, state.next_seq);
+        // The stored position (a mutant may start elsewhere: `sink::mutants`).
+        let mut source = Source::new(&config, mutants::restore_position(config.mode, restored, state.next_seq));
         self.send(FromWorker::Ready { subtask, pid: std::process::id() }).await?;
 
         let open_result = sink.open(naming::first_checkpoint(restored)).await;
@@ -245,7 +246,13 @@ impl Worker {
                                     event: EventKind::TxnPrecommitted { committable: c.clone(), flush_us: pre.flush_us },
                                 })
                                 .await?;
-                                pending.insert(c.checkpoint, c);
+                                if mutants::commits_at_barrier(config.mode) {
+                                    // legacy~commit-before-persist: committed
+                                    // now, before the ack; nothing stored.
+                                    self.commit(&mut sink, &c, false).await?;
+                                } else {
+                                    pending.insert(c.checkpoint, c);
+                                }
                             }
                             self.forward_events(&mut sink).await?;
                             let state = SubtaskState {

@@ -28,7 +28,19 @@ pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
         Some(s) => Some(s.parse::<Shard>().map_err(|e| bad(anyhow!(e)))?),
         None => None,
     };
-    let args = MatrixArgs { inputs, modes, kafka, seeds, results, out, json, fail_fast, fail_on_inconclusive, shard };
+    let args = MatrixArgs {
+        inputs,
+        modes,
+        mutants: vec![],
+        kafka,
+        seeds,
+        results,
+        out,
+        json,
+        fail_fast,
+        fail_on_inconclusive,
+        shard,
+    };
     let code = matrix::run(args).await.map_err(run_failure)?;
     judged(code, Policy { fail_on_inconclusive }, "cell")
 }

@@ -8,7 +8,7 @@ use super::{judged, print_summary, run_failure, Failure};
 
 pub async fn run(a: RunCmd) -> Result<(), Failure> {
     let RunCmd { file, modes, kafka, seed, results, json, backend, image, fail_on_inconclusive } = a;
-    let args = RunArgs { file, modes, kafka, seed, results, json, fail_on_inconclusive };
+    let args = RunArgs { file, modes, mutants: vec![], kafka, seed, results, json, fail_on_inconclusive };
     let backend = backend.map(|b| match b.as_str() {
         "containers" => Backend::Containers,
         _ => Backend::Local,
