@@ -30,10 +30,10 @@ scenario
 cluster
 history
 subject
-nemesis
+nemesis observer
 runner
 latency
-checker
+checker premise
 verdict
 results
 run

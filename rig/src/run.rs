@@ -122,12 +122,17 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
         s.modes = modes;
     }
     add_mutants(&mut s, &args.mutants);
-    // A mutant is judged against the expectation of the mode it mutates
-    // (unless the scenario states one of its own).
+    // A mutant is judged against the expectation of the mode it mutates,
+    // resting on the same premises (unless the scenario states its own).
+    let premises = s.premise.clone();
+    s.premise.retain(|m, _| s.modes.contains(m));
     for m in s.modes.clone() {
         if let Some(base) = m.mutant().map(|x| x.base()) {
             if let (false, Some(e)) = (s.expect.contains_key(&m), written.get(&base).cloned()) {
                 s.expect.insert(m, e);
+            }
+            if let (false, Some(p)) = (s.premise.contains_key(&m), premises.get(&base).cloned()) {
+                s.premise.insert(m, p);
             }
         }
     }
@@ -479,11 +484,20 @@ async fn run_one(
         };
         Some(checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
     };
+    // The premises, from what the run observed (the observer's looks are in the history).
+    let premises = match s.premise.get(&mode) {
+        Some(p) => {
+            let events = crate::history::read(&outcome.history).map(|h| h.events).unwrap_or_default();
+            crate::premise::evaluate(p, &outcome.faults, &events)
+        }
+        None => vec![],
+    };
     let mut v = verdict::build(VerdictInput {
         scenario: &s.name,
         run_id: &plan.run_id,
         mode,
         expectation: s.expect.get(&mode),
+        premises,
         outcome: &outcome,
         report: report.as_ref(),
         kafka: &s.cluster.kafka,

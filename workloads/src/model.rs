@@ -539,6 +539,15 @@ pub enum EventKind {
         fault: String,
         reason: String,
     },
+    // --- the rig's own looks at the broker ---
+    /// What the rig asked the broker about the job's transactions
+    /// (DescribeTransactions) and why: a scenario's premise, or the check for
+    /// transactions a restore left open. `effect` is typed by the rig
+    /// (`history::observation`).
+    Observed {
+        what: String,
+        effect: serde_json::Value,
+    },
     // --- other ---
     Note {
         text: String,

@@ -10,13 +10,16 @@ use std::time::Instant;
 
 use anyhow::Context;
 use sinkhole_workloads::model::SinkMode;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::cluster::Cluster;
 use crate::history::{self, ModeOutcome};
 use crate::nemesis::{self, Nemesis};
+use crate::observer;
+use crate::scenario::premise::Premises;
 use crate::scenario::Scenario;
 use crate::subject::rig_job::{self, JobConfig, Launcher, ProcessLauncher};
+use crate::subject::{JobEvent, Notice};
 
 #[cfg(test)]
 mod tests;
@@ -56,7 +59,33 @@ pub async fn run_mode(run: ModeRun<'_>) -> anyhow::Result<ModeOutcome> {
         sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| run.cluster.sink_listener()),
     };
     let launcher = ProcessLauncher::new(run.sinkhole_bin.clone());
-    run_job(job, launcher, run.scenario.faults.clone(), run.cluster).await
+    let premises = run.scenario.premise.get(&run.mode).cloned().unwrap_or_default();
+    let looks = Looks { premises, abort_scan_ms: crate::scenario::abort_scan_ms(run.scenario) };
+    run_job_observed(job, launcher, run.scenario.faults.clone(), run.cluster, looks).await
+}
+
+/// What the observer looks at besides lingering transactions.
+#[derive(Debug, Clone, Default)]
+pub struct Looks {
+    pub premises: Premises,
+    pub abort_scan_ms: u64,
+}
+
+/// Every notice to the nemesis, and a copy of its event to the observer.
+fn tee(
+    mut notices: mpsc::UnboundedReceiver<Notice>,
+) -> (mpsc::UnboundedReceiver<Notice>, mpsc::UnboundedReceiver<(Instant, JobEvent)>) {
+    let (to_nemesis, nemesis_rx) = mpsc::unbounded_channel();
+    let (to_observer, observer_rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(n) = notices.recv().await {
+            let _ = to_observer.send((n.at, n.event.clone()));
+            if to_nemesis.send(n).is_err() {
+                break;
+            }
+        }
+    });
+    (nemesis_rx, observer_rx)
 }
 
 /// The job of `cfg` with `launcher`'s workers, under `faults`, on `cluster`.
@@ -66,12 +95,31 @@ pub async fn run_job<L: Launcher + 'static, B: crate::cluster::Cluster + ?Sized>
     faults: Vec<crate::scenario::FaultSpec>,
     cluster: &mut B,
 ) -> anyhow::Result<ModeOutcome> {
+    run_job_observed(cfg, launcher, faults, cluster, Looks::default()).await
+}
+
+/// [`run_job`], with the observer looking at `looks` too.
+pub async fn run_job_observed<L: Launcher + 'static, B: crate::cluster::Cluster + ?Sized>(
+    cfg: JobConfig,
+    launcher: L,
+    faults: Vec<crate::scenario::FaultSpec>,
+    cluster: &mut B,
+    looks: Looks,
+) -> anyhow::Result<ModeOutcome> {
+    let Looks { premises, abort_scan_ms } = looks;
     std::fs::create_dir_all(&cfg.dir).with_context(|| format!("creating {}", cfg.dir.display()))?;
     let path = cfg.dir.join("history.jsonl");
     let history = history::Writer::create(&path, cfg.mode, Instant::now())
         .with_context(|| format!("creating {}", path.display()))?;
     let (bootstrap_tx, bootstrap_rx) = watch::channel(Vec::new());
     bootstrap_tx.send_replace(cluster.client_bootstrap());
+    let ocfg = observer::Config {
+        mode: cfg.mode,
+        checkpoints: premises.checkpoints(),
+        transaction_timeout_ms: u64::try_from(cfg.job.transaction_timeout_ms).unwrap_or(0),
+        abort_scan_ms,
+        bootstrap: vec![],
+    };
     let ncfg = nemesis::Config {
         mode: cfg.mode,
         topic: cfg.topic.clone(),
@@ -81,17 +129,24 @@ pub async fn run_job<L: Launcher + 'static, B: crate::cluster::Cluster + ?Sized>
         progress: cfg.progress,
     };
     let running = rig_job::start(cfg, launcher, history.clone(), bootstrap_rx)?;
+    // The observer reads a copy of every notice; the nemesis gets the notices themselves (their holds).
+    let (notices, copies) = tee(running.notices);
+    let ocfg = observer::Config { bootstrap: cluster.bootstrap_list(), ..ocfg };
+    let observer = tokio::spawn(observer::run(ocfg, running.handle.clone(), history.clone(), copies));
     let nemesis = Nemesis::new(faults, running.handle.clone(), cluster, history.clone(), bootstrap_tx, ncfg);
-    let faults = match nemesis.run(running.notices).await {
+    let faults = match nemesis.run(notices).await {
         Ok(f) => f,
         Err(e) => {
             // Nothing may outlive the runner: the job's task owns the workers.
             running.done.abort();
+            observer.abort();
             let _ = running.done.await;
             return Err(e);
         }
     };
     let report = running.done.await.context("the job's task")??;
+    // Its last look is due at most a transaction timeout and a scan after the last checkpoint.
+    observer.await.context("the observer's task")?;
     Ok(ModeOutcome {
         job: report.job,
         attempts: report.attempts,

@@ -23,6 +23,7 @@ mod fault_serde;
 mod fields;
 pub mod load;
 mod located;
+pub mod premise;
 pub mod schedule;
 mod validate;
 pub mod values;
@@ -57,6 +58,10 @@ pub struct Scenario {
     pub schedule: Option<RandomSchedule>,
     #[serde(default)]
     pub expect: BTreeMap<SinkMode, Expectation>,
+    /// Per mode, the effects its expectation rests on, which the rig observes
+    /// (`premise`): an unmet premise makes the verdict inconclusive.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub premise: BTreeMap<SinkMode, premise::Premises>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -295,6 +300,8 @@ pub enum CountName {
     Nonmonotonic,
     AbortedRead,
     TornTransaction,
+    /// A transaction an earlier attempt left open, still open after a restore.
+    Lingering,
 }
 
 /// A condition on a count: `0`, `">0"`, `">=5"`, `"<10"`, `"==3"`.
@@ -415,6 +422,17 @@ pub fn txn_max_timeout_ms(s: &Scenario) -> Result<i64, String> {
     }
 }
 
+/// How often the broker looks for transactions past their timeout: the
+/// scenario's `transaction.abort.timed.out.transaction.cleanup.interval.ms`,
+/// else Kafka's default.
+pub fn abort_scan_ms(s: &Scenario) -> u64 {
+    s.cluster
+        .broker_config
+        .get("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+        .and_then(|v| v.to_string().trim().parse::<u64>().ok())
+        .unwrap_or(premise::DEFAULT_ABORT_SCAN_MS)
+}
+
 /// The YAML name of a count.
 pub fn count_key(c: CountName) -> &'static str {
     match c {
@@ -424,6 +442,7 @@ pub fn count_key(c: CountName) -> &'static str {
         CountName::Nonmonotonic => "nonmonotonic",
         CountName::AbortedRead => "aborted-read",
         CountName::TornTransaction => "torn-transaction",
+        CountName::Lingering => "lingering",
     }
 }
 

@@ -381,3 +381,68 @@ fn excerpt_points_at_the_column() {
     assert!(load::excerpt("a", 3, 1).is_none());
     assert!(load::excerpt("a", 0, 1).is_none());
 }
+
+/// [`with_faults`] with a pause and `premise` lines after it (its first mode is line 16).
+fn with_premise(premise: &str) -> String {
+    format!(
+        "{}premise:\n{premise}\n",
+        with_faults("  - {name: freeze, kind: pause-workers, target: [0], when: {at_ms: 1}, duration_ms: 8000}")
+    )
+}
+
+#[test]
+fn premises_parse_and_their_problems_are_located() {
+    let s = from_str(
+        &with_premise("  legacy: {timeout_abort: {checkpoint: 3}, outlives_timeout: {fault: freeze}}"),
+        "t.yaml",
+    )
+    .unwrap();
+    let p = &s.premise[&SinkMode::Legacy];
+    assert_eq!(
+        p.list().iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        ["timeout_abort {checkpoint: 3}", "outlives_timeout {fault: freeze}"]
+    );
+    // A resolved scenario writes it back the same; one without premises writes none.
+    let yaml = serde_saphyr::to_string(&s).unwrap();
+    assert_eq!(from_str(&yaml, "r.yaml").unwrap(), s);
+    assert!(!serde_saphyr::to_string(&from_str(&with_faults("  []"), "t.yaml").unwrap()).unwrap().contains("premise"));
+
+    one(&with_premise("  kip939: {timeout_abort: {checkpoint: 3}}"), 16, "premise.kip939", "not in modes [legacy]");
+    one(&with_premise("  legacy: {}"), 16, "premise.legacy", "name a premise");
+    one(
+        &with_premise("  legacy: {timeout_abort: {checkpoint: 3, fault: freeze}}"),
+        16,
+        "premise.legacy.timeout_abort",
+        "exactly one of",
+    );
+    one(
+        &with_premise("  legacy: {timeout_abort: {checkpoint: 0}}"),
+        16,
+        "premise.legacy.timeout_abort.checkpoint",
+        "≥ 1",
+    );
+    one(
+        &with_premise("  legacy: {timeout_abort: {fault: thaw}}"),
+        16,
+        "premise.legacy.timeout_abort.fault",
+        "no fault named \"thaw\"",
+    );
+    // Unknown premises and fields are parse errors at their line.
+    one_parse(
+        &with_premise("  legacy: {timeout_commit: {checkpoint: 3}}"),
+        16,
+        "premise.legacy.timeout_commit",
+        "unknown field",
+    );
+    // A fault's premise needs a pause long enough to be looked at.
+    let short = format!(
+        "{}premise:\n  legacy: {{timeout_abort: {{fault: freeze}}}}\n",
+        with_faults("  - {name: freeze, kind: pause-workers, target: [0], when: {at_ms: 1}, duration_ms: 6000}")
+    );
+    one(&short, 16, "premise.legacy.timeout_abort.fault", "the transaction timeout + 1.5 s");
+    let kill = format!(
+        "{}premise:\n  legacy: {{timeout_abort: {{fault: boom}}}}\n",
+        with_faults("  - {name: boom, kind: kill-workers, when: {at_ms: 1}}")
+    );
+    one(&kill, 16, "premise.legacy.timeout_abort.fault", "only the transactions a pause-workers fault freezes");
+}

@@ -163,6 +163,11 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         }
     }
 
+    // premise
+    for (m, p) in &s.premise {
+        validate_premises(s, *m, p, &mut bad);
+    }
+
     // faults
     let mut names: Vec<String> = Vec::new();
     for (i, f) in s.faults.iter().enumerate() {
@@ -204,6 +209,64 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// A mode's premises: its mode runs, each premise names exactly one set of
+/// transactions, and that set can be observed.
+fn validate_premises(s: &Scenario, m: SinkMode, p: &premise::Premises, bad: &mut impl FnMut(Vec<Seg>, String)) {
+    let path = vec![key("premise"), key(m.name())];
+    if !s.modes.contains(&m) {
+        bad(
+            path.clone(),
+            format!(
+                "a premise for {m}, which is not in modes [{}]",
+                s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    if p.is_empty() {
+        bad(path.clone(), "name a premise: timeout_abort or outlives_timeout".into());
+    }
+    for pr in p.list() {
+        let mut pp = path.clone();
+        pp.push(key(pr.kind.name()));
+        match (&pr.of.checkpoint, &pr.of.fault) {
+            (Some(_), Some(_)) | (None, None) => {
+                bad(pp, "name exactly one of `checkpoint: N` or `fault: NAME`".into());
+            }
+            (Some(0), None) => {
+                pp.push(key("checkpoint"));
+                bad(pp, "checkpoints are numbered from 1: must be ≥ 1".into());
+            }
+            (Some(_), None) => {}
+            (None, Some(name)) => {
+                pp.push(key("fault"));
+                // A fault's label as the nemesis names it: its name, else `<kind>-<index>`.
+                let label =
+                    |i: usize, f: &FaultSpec| f.name.clone().unwrap_or_else(|| format!("{}-{i}", f.kind.name()));
+                let found = s.faults.iter().enumerate().find(|(i, f)| label(*i, f) == *name);
+                let look_after = i64::from(s.job.transaction_timeout_ms) + 1_500;
+                match found {
+                    None => bad(pp, format!("no fault named {name:?}")),
+                    Some((_, f)) if f.kind.kind() != FaultKind::PauseWorkers => bad(
+                        pp,
+                        format!(
+                            "{name} is a {} fault: only the transactions a pause-workers fault freezes open are looked at for it; use `checkpoint: N` for a checkpoint's",
+                            f.kind.name()
+                        ),
+                    ),
+                    Some((_, f)) if f.duration_ms.is_some_and(|d| (d as i64) <= look_after) => bad(
+                        pp,
+                        format!(
+                            "{name} lasts {} ms: the broker's view is taken {look_after} ms into a pause (the transaction timeout + 1.5 s), so the pause must last longer",
+                            f.duration_ms.unwrap_or(0)
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
 }
 
 /// The YAML key under which a `when` variant was written (aliases included),
