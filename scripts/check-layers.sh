@@ -38,6 +38,7 @@ verdict
 results
 run
 matrix probe
+calibrate
 serve
 cli
 "

@@ -27,7 +27,9 @@
 //! - [`run`]: one scenario end to end, every mode on one cluster;
 //! - [`matrix`] (scenarios × Kafka versions × seeds, sharded and merged)
 //!   and [`probe`] (what a broker can do for two-phase commit);
+//! - [`calibrate`]: mutants through the library, the detection matrix (`sinkhole calibrate`);
 //! - [`serve`]: the results browser over HTTP (`sinkhole serve`).
+pub mod calibrate;
 pub mod checker;
 pub mod cluster;
 pub mod history;

@@ -36,6 +36,12 @@ enum Command {
     /// matrix.json, matrix.html, junit.xml and a table of scenario × mode
     /// (`--shard I/N`: one shard of it, for a campaign over several hosts).
     Matrix(args::MatrixCmd),
+    /// Run every mutant sink (a faithful mode with one deliberate deviation)
+    /// through the scenarios beside the faithful modes, each judged by its
+    /// base mode's expectation: the detection matrix mutant × scenario in
+    /// calibrate.json, calibrate.html and a table (exit 1 when a mutant
+    /// escapes every scenario or a faithful mode is flagged).
+    Calibrate(args::CalibrateCmd),
     /// Merge the shards of one campaign (`matrix --shard I/N` on each host)
     /// into one matrix.json, matrix.html and junit.xml; refuses shards that
     /// do not belong together (exit 2).
@@ -100,6 +106,7 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Probe(a) => cli::probe::run(a).await,
         Command::Run(a) => cli::run::run(a).await,
         Command::Matrix(a) => cli::matrix::run(a).await,
+        Command::Calibrate(a) => cli::calibrate::run(a).await,
         Command::Merge(a) => cli::merge::run(a),
         Command::Serve(a) => cli::serve::run(a).await,
         Command::Check(a) => cli::check::run(a),

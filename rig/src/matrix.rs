@@ -30,8 +30,8 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
 
-pub use execute::run;
-pub use render::{cell_text, rel_link, render_html, render_junit, render_table};
+pub use execute::{run, run_matrix};
+pub use render::{anomalies, cell_text, rel_link, render_html, render_junit, render_table};
 pub use shard::{LibraryEntry, Shard, ShardInfo};
 
 use crate::install;
@@ -71,6 +71,19 @@ pub struct MatrixArgs {
     pub fail_on_inconclusive: bool,
     /// `--shard I/N`: run only this shard's cells.
     pub shard: Option<Shard>,
+    /// Called after every write of the matrix files (a campaign built on the
+    /// matrix, such as `sinkhole calibrate`, writes its own files then).
+    pub on_save: Option<SaveHook>,
+}
+
+/// A callback on the matrix as just written.
+#[derive(Clone)]
+pub struct SaveHook(pub std::sync::Arc<dyn Fn(&Matrix) + Send + Sync>);
+
+impl std::fmt::Debug for SaveHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SaveHook")
+    }
 }
 
 impl Default for MatrixArgs {
@@ -87,6 +100,7 @@ impl Default for MatrixArgs {
             fail_fast: false,
             fail_on_inconclusive: false,
             shard: None,
+            on_save: None,
         }
     }
 }

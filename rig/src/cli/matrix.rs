@@ -40,6 +40,7 @@ pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
         fail_fast,
         fail_on_inconclusive,
         shard,
+        on_save: None,
     };
     let code = matrix::run(args).await.map_err(run_failure)?;
     judged(code, Policy { fail_on_inconclusive }, "cell")

@@ -7,6 +7,8 @@
 //!
 //! A faithful mode (`mutant == None`) gets the faithful answer from every
 //! function here, so the faithful paths stay as they were.
+use std::time::Duration;
+
 use crate::model::{CommitOutcome, Mutant, SinkMode};
 use crate::producer::ProducerError;
 use crate::wire::WireError;
@@ -34,6 +36,28 @@ pub fn on_commit_error(mutant: Option<Mutant>, err: &ProducerError) -> Option<Co
         }
         _ => None,
     }
+}
+
+/// How long a commit attempt may take before the mutant gives up on it:
+/// the producer's request timeout (Java's `request.timeout.ms`), for the two
+/// mutants whose bug is what they make of a commit that does not return.
+/// Java's `commitTransaction` throws a `TimeoutException` after
+/// `max.block.ms` while the transaction manager keeps retrying; the rig's
+/// client retries inside the call instead (up to its delivery timeout), so a
+/// faithful sink just waits (`None`) — Flink's `KafkaCommitter` would retry
+/// the timed-out commit, which comes to the same.
+pub fn commit_wait(mutant: Option<Mutant>, request_timeout: Duration) -> Option<Duration> {
+    match mutant? {
+        Mutant::AssumeCommitted | Mutant::DiscardRetriable => Some(request_timeout),
+        _ => None,
+    }
+}
+
+/// The error a commit that outlived [`commit_wait`] is reported with.
+pub fn commit_timed_out(after: Duration) -> ProducerError {
+    ProducerError::Wire(WireError::Timeout {
+        what: format!("EndTxn (commit): no answer within {} ms", after.as_millis()),
+    })
 }
 
 /// The request went out and no answer came back: a timeout or a broken
@@ -159,6 +183,20 @@ mod tests {
         for other in others(Mutant::DiscardRetriable).filter(|o| *o != Some(Mutant::AssumeCommitted)) {
             assert_eq!(on_commit_error(other, &exhausted(KafkaCode::COORDINATOR_NOT_AVAILABLE)), None, "{other:?}");
         }
+    }
+
+    #[test]
+    fn only_the_two_commit_mutants_give_up_waiting() {
+        let t = Duration::from_secs(30);
+        assert_eq!(commit_wait(Some(Mutant::AssumeCommitted), t), Some(t));
+        assert_eq!(commit_wait(Some(Mutant::DiscardRetriable), t), Some(t));
+        for other in others(Mutant::AssumeCommitted).filter(|o| *o != Some(Mutant::DiscardRetriable)) {
+            assert_eq!(commit_wait(other, t), None, "{other:?}");
+        }
+        let e = commit_timed_out(t);
+        assert!(no_answer(&e));
+        assert_eq!(on_commit_error(Some(Mutant::AssumeCommitted), &e), Some(CommitOutcome::Committed));
+        assert!(matches!(on_commit_error(Some(Mutant::DiscardRetriable), &e), Some(CommitOutcome::Dropped { .. })));
     }
 
     #[test]

@@ -405,13 +405,23 @@ impl Sink for TwoPhaseSink {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = match live.as_mut() {
-                Some(p) => {
-                    let r = p.commit(None).await;
-                    self.counts.merge(p.take_request_counts());
-                    r
+            let wait = mutants::commit_wait(self.mutant, self.producer_config(&c.transactional_id).request_timeout);
+            let attempt_commit = async {
+                match live.as_mut() {
+                    Some(p) => {
+                        let r = p.commit(None).await;
+                        self.counts.merge(p.take_request_counts());
+                        r
+                    }
+                    None => self.recovery_commit(c).await,
                 }
-                None => self.recovery_commit(c).await,
+            };
+            let result = match wait {
+                // A mutant that stops waiting (`sink::mutants::commit_wait`).
+                Some(d) => {
+                    tokio::time::timeout(d, attempt_commit).await.unwrap_or_else(|_| Err(mutants::commit_timed_out(d)))
+                }
+                None => attempt_commit.await,
             };
             let err = match result {
                 Ok(()) => return CommitOutcome::Committed,
