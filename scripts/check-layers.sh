@@ -38,7 +38,7 @@ verdict
 results
 run
 matrix probe
-calibrate
+calibrate shrink
 serve
 cli
 "

@@ -28,6 +28,7 @@
 //! - [`matrix`] (scenarios × Kafka versions × seeds, sharded and merged)
 //!   and [`probe`] (what a broker can do for two-phase commit);
 //! - [`calibrate`]: mutants through the library, the detection matrix (`sinkhole calibrate`);
+//! - [`shrink`]: a failing run's schedule made smaller while it fails the same way (`sinkhole shrink`);
 //! - [`serve`]: the results browser over HTTP (`sinkhole serve`).
 pub mod calibrate;
 pub mod checker;
@@ -47,6 +48,7 @@ pub mod run;
 pub mod runner;
 pub mod scenario;
 pub mod serve;
+pub mod shrink;
 pub mod subject;
 pub mod term;
 pub mod utc;

@@ -42,6 +42,11 @@ enum Command {
     /// calibrate.json, calibrate.html and a table (exit 1 when a mutant
     /// escapes every scenario or a faithful mode is flagged).
     Calibrate(args::CalibrateCmd),
+    /// Shrink a failing run's fault list (drop a fault, halve a duration,
+    /// move a trigger earlier) while the same mode fails the same way, one
+    /// run per candidate, bounded by --runs and --time; prints and saves the
+    /// minimal scenario (RUN_DIR/shrink/minimal.yaml) with its seed.
+    Shrink(args::ShrinkCmd),
     /// Merge the shards of one campaign (`matrix --shard I/N` on each host)
     /// into one matrix.json, matrix.html and junit.xml; refuses shards that
     /// do not belong together (exit 2).
@@ -107,6 +112,7 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Run(a) => cli::run::run(a).await,
         Command::Matrix(a) => cli::matrix::run(a).await,
         Command::Calibrate(a) => cli::calibrate::run(a).await,
+        Command::Shrink(a) => cli::shrink::run(a).await,
         Command::Merge(a) => cli::merge::run(a),
         Command::Serve(a) => cli::serve::run(a).await,
         Command::Check(a) => cli::check::run(a),

@@ -84,6 +84,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
         ],
         schedule: None,
         expect: BTreeMap::new(),
+        expect_by: Vec::new(),
         premise: BTreeMap::new(),
     };
     let mode_dir = dir.join("legacy");

@@ -74,6 +74,21 @@ pub struct CalibrateCmd {
 }
 
 #[derive(Args)]
+pub struct ShrinkCmd {
+    /// A failing run's directory (results/<run-id>).
+    pub run_dir: PathBuf,
+    /// The failing mode to shrink for (default: the run's first failing mode).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// At most this many candidate runs.
+    #[arg(long, default_value_t = 20)]
+    pub runs: u32,
+    /// At most this many seconds (a candidate under way is finished).
+    #[arg(long, default_value_t = 1800)]
+    pub time: u64,
+}
+
+#[derive(Args)]
 pub struct MatrixCmd {
     /// Scenario files or directories (a directory: its *.yaml minus the
     /// names in its matrix-exclude.txt). Default: scenarios/.

@@ -39,6 +39,7 @@ pub mod run;
 pub mod schedule;
 pub mod serve;
 pub mod setup;
+pub mod shrink;
 pub mod validate;
 pub mod worker;
 

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::{Partitioning, SinkMode};
 
 pub mod broker_config;
+pub mod expect_by;
 pub mod fault;
 mod fault_serde;
 mod fields;
@@ -58,6 +59,10 @@ pub struct Scenario {
     pub schedule: Option<RandomSchedule>,
     #[serde(default)]
     pub expect: BTreeMap<SinkMode, Expectation>,
+    /// Expectations for some Kafka versions or transaction protocols only
+    /// (known Kafka bugs), replacing `expect`'s there (`expect_by`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect_by: Vec<expect_by::ExpectWhen>,
     /// Per mode, the effects its expectation rests on, which the rig observes
     /// (`premise`): an unmet premise makes the verdict inconclusive.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

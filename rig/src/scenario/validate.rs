@@ -142,24 +142,35 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
 
     // expect
     for (m, e) in &s.expect {
-        let path = vec![key("expect"), key(m.name())];
-        if !s.modes.contains(m) {
+        validate_expectation(s, vec![key("expect"), key(m.name())], *m, e, &mut bad);
+    }
+    // expect_by: each entry says which runs it is for, in a form that parses
+    for (i, w) in s.expect_by.iter().enumerate() {
+        let entry = vec![key("expect_by"), Seg::Index(i)];
+        let at = |k: &str| {
+            let mut p = entry.clone();
+            p.push(key(k));
+            p
+        };
+        if w.kafka.is_none() && w.protocol.is_none() {
             bad(
-                path.clone(),
-                format!(
-                    "an expectation for {m}, which is not in modes [{}]",
-                    s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
-                ),
+                entry.clone(),
+                "name the versions (`kafka: \"<4.0.1\"`) or the protocol (`protocol: v1`) this expectation is for"
+                    .into(),
             );
         }
-        if let Expectation::Counts(conds) = e {
-            for (name, cond) in conds {
-                if let Err(msg) = cond.parse() {
-                    let mut p = path.clone();
-                    p.push(key(count_key(*name)));
-                    bad(p, msg);
-                }
+        if let Some(r) = &w.kafka {
+            if let Err(e) = expect_by::check_req(r) {
+                bad(at("kafka"), e);
             }
+        }
+        if w.expect.is_empty() {
+            bad(at("expect"), "name at least one mode's expectation".into());
+        }
+        for (m, e) in &w.expect {
+            let mut p = at("expect");
+            p.push(key(m.name()));
+            validate_expectation(s, p, *m, e, &mut bad);
         }
     }
 
@@ -209,6 +220,34 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// One mode's expectation, at `path`: the mode runs, every condition parses.
+fn validate_expectation(
+    s: &Scenario,
+    path: Vec<Seg>,
+    m: SinkMode,
+    e: &Expectation,
+    bad: &mut impl FnMut(Vec<Seg>, String),
+) {
+    if !s.modes.contains(&m) {
+        bad(
+            path.clone(),
+            format!(
+                "an expectation for {m}, which is not in modes [{}]",
+                s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    if let Expectation::Counts(conds) = e {
+        for (name, cond) in conds {
+            if let Err(msg) = cond.parse() {
+                let mut p = path.clone();
+                p.push(key(count_key(*name)));
+                bad(p, msg);
+            }
+        }
+    }
 }
 
 /// A mode's premises: its mode runs, each premise names exactly one set of
