@@ -64,6 +64,29 @@ pub fn evaluate(premises: &Premises, faults: &[FaultRecord], events: &[Event]) -
         .collect()
 }
 
+/// A mutant's premises, beside those its faithful base mode had in the same
+/// run (same cluster, same faults): a premise the base met but the mutant's
+/// own look did not is held as met. The scenario's environment did what the
+/// expectation rests on — the faithful sink showed it — so the difference
+/// is the mutant's deviation, and the counts are judged (calibration must
+/// not call a mutant inconclusive for the very effect its bug causes, e.g.
+/// `twopc-inject~drop-2pc-flag`'s transactions aborted by timeout).
+pub fn with_base(own: Vec<PremiseRecord>, base_mode: &str, base: &[PremiseRecord]) -> Vec<PremiseRecord> {
+    own.into_iter()
+        .map(|r| match base.iter().find(|b| b.premise == r.premise && b.held == Held::Met) {
+            Some(b) if r.held == Held::Unmet => PremiseRecord {
+                premise: r.premise,
+                held: Held::Met,
+                evidence: format!(
+                    "met for the faithful {base_mode} in this run ({}); this mode's own view: {} — the difference is the mutant's deviation",
+                    b.evidence, r.evidence
+                ),
+            },
+            _ => r,
+        })
+        .collect()
+}
+
 /// The first unmet premise, for the verdict's reason.
 pub fn unmet(records: &[PremiseRecord]) -> Option<String> {
     let bad: Vec<String> = records

@@ -264,8 +264,10 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
     progress(&format!("cluster ready at {} ({} backend)", cluster.bootstrap(), cluster.backend()));
 
     let mut modes = Vec::new();
+    // Each mode's premises as held, for the mutants that run after their base.
+    let mut held = std::collections::BTreeMap::new();
     for &mode in &s.modes {
-        let row = run_one(plan, cluster.as_mut(), mode).await;
+        let row = run_one(plan, cluster.as_mut(), mode, &mut held).await;
         let row = match row {
             Ok(r) => r,
             Err(e) => {
@@ -412,10 +414,13 @@ async fn grant_sink_acls(plan: &Plan, cluster: &LocalCluster, two_phase_commit: 
     Ok(())
 }
 
+/// `held`: the premises of the modes run before, as held (a mutant's are
+/// read beside its base's: [`crate::premise::with_base`]); this mode's are added.
 async fn run_one(
     plan: &Plan,
     cluster: &mut dyn Cluster,
     mode: SinkMode,
+    held: &mut std::collections::BTreeMap<SinkMode, Vec<crate::premise::PremiseRecord>>,
 ) -> anyhow::Result<crate::results::summary::ModeSummary> {
     let s = &plan.scenario;
     let dir = plan.mode_dir(mode);
@@ -497,6 +502,11 @@ async fn run_one(
         }
         None => vec![],
     };
+    let premises = match (mode.mutant(), held.get(&mode.base())) {
+        (Some(_), Some(base)) => crate::premise::with_base(premises, mode.base().name(), base),
+        _ => premises,
+    };
+    held.insert(mode, premises.clone());
     let mut v = verdict::build(VerdictInput {
         scenario: &s.name,
         run_id: &plan.run_id,

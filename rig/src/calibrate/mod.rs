@@ -60,6 +60,8 @@ pub enum Detection {
     Inconclusive,
     /// The scenario does not run the base mode.
     NotRun,
+    /// Not run yet (a calibration read while it runs).
+    Pending,
 }
 
 impl Detection {
@@ -69,6 +71,7 @@ impl Detection {
             Detection::Escaped => "escaped",
             Detection::Inconclusive => "inconclusive",
             Detection::NotRun => "n/a",
+            Detection::Pending => "pending",
         }
     }
 }
@@ -208,11 +211,13 @@ fn detail_of(m: &ModeSummary) -> String {
 fn cell_for(m: &Matrix, mode: SinkMode, scenario: &str) -> DetectionCell {
     let mut runs = Vec::new();
     let mut planned = false;
+    let mut waiting = false;
     for c in m.cells.iter().filter(|c| c.scenario == scenario) {
         if !c.modes_planned.contains(&mode) {
             continue;
         }
         planned = true;
+        waiting |= matches!(c.status, CellStatus::Pending | CellStatus::Running);
         let (outcome, detail) = match c.mode(mode) {
             Some(s) => (s.outcome, detail_of(s)),
             None if c.status == CellStatus::Error => {
@@ -227,6 +232,8 @@ fn cell_for(m: &Matrix, mode: SinkMode, scenario: &str) -> DetectionCell {
         Detection::NotRun
     } else if caught > 0 {
         Detection::Caught
+    } else if runs.is_empty() && waiting {
+        Detection::Pending
     } else if !runs.is_empty() && runs.iter().all(|r| r.outcome == Outcome::Pass) {
         Detection::Escaped
     } else {

@@ -108,7 +108,7 @@ fn class(d: Detection, mutant: bool) -> &'static str {
         (Detection::Escaped, true) => "escaped",
         (Detection::Escaped, false) => "clean",
         (Detection::Inconclusive, _) => "inconclusive",
-        (Detection::NotRun, _) => "na",
+        (Detection::NotRun, _) | (Detection::Pending, _) => "na",
     }
 }
 

@@ -126,6 +126,7 @@ fn exit_1_when_a_mutant_escapes_everywhere_or_a_faithful_mode_is_flagged() {
     let m = matrix(vec![cell("a", 1, vec![pass(LEGACY), row(ACK, Outcome::Fail, 9, "x")]), broken]);
     let c = Calibration::of(&m, &[Mutant::AssumeCommitted]);
     assert_eq!(c.rows[0].cells[1].runs[0].outcome, Outcome::Error);
+    assert_eq!(c.rows[0].cells[1].detection, Detection::Inconclusive);
     assert_eq!((c.totals.rig_errors, c.exit_code), (1, exit::RIG_FAILED));
     assert_eq!(exit_code(&CalibrationTotals { mutants: 1, caught: 1, ..Default::default() }), exit::OK);
 }
@@ -157,4 +158,15 @@ fn mutants_are_named_or_all() {
     let e = parse_mutants(&["legacy".into(), "legacy~x".into()]).unwrap_err();
     assert_eq!(e.len(), 2);
     assert!(e[0].starts_with("--mutants legacy: unknown mutant; mutants: legacy~assume-committed"), "{e:?}");
+}
+
+#[test]
+fn a_cell_not_run_yet_is_pending_not_inconclusive() {
+    let mut waiting = cell("b", 1, vec![]);
+    waiting.status = CellStatus::Pending;
+    waiting.modes_planned = vec![LEGACY, ACK];
+    let m = matrix(vec![cell("a", 1, vec![pass(LEGACY), row(ACK, Outcome::Fail, 9, "x")]), waiting]);
+    let c = Calibration::of(&m, &[Mutant::AssumeCommitted]);
+    assert_eq!(c.rows[0].cells[1].detection, Detection::Pending);
+    assert!(render::render_html(&c).contains("<b>pending</b>"));
 }

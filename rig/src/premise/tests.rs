@@ -190,3 +190,27 @@ fn premises_of_a_pause_read_its_look_while_frozen() {
     assert_eq!(one(&keep, &[pause("freeze-0", Some(vec![view("x-0-3", "Ongoing")]))], &[]).held, Held::Met);
     assert_eq!(one(&keep, &[pause("freeze-0", Some(vec![view("x-0-3", "CompleteAbort")]))], &[]).held, Held::Unmet);
 }
+
+#[test]
+fn a_mutant_holds_a_premise_its_base_met_in_the_same_run() {
+    let rec = |held, evidence: &str| PremiseRecord {
+        premise: "outlives_timeout {checkpoint: 3}".into(),
+        held,
+        evidence: evidence.into(),
+    };
+    let base = [rec(Held::Met, "x-0-3 Ongoing")];
+    let r = with_base(vec![rec(Held::Unmet, "y-0-3 CompleteAbort")], "twopc-inject", &base);
+    assert_eq!(r[0].held, Held::Met);
+    assert!(
+        r[0].evidence.starts_with("met for the faithful twopc-inject in this run (x-0-3 Ongoing)"),
+        "{}",
+        r[0].evidence
+    );
+    assert!(r[0].evidence.contains("y-0-3 CompleteAbort"), "{}", r[0].evidence);
+    // The base did not meet it either (the environment failed): still unmet.
+    let r = with_base(vec![rec(Held::Unmet, "y")], "twopc-inject", &[rec(Held::Unmet, "x")]);
+    assert_eq!(r[0].held, Held::Unmet);
+    // No base in the run, or another premise: unchanged; a preempted one stays so.
+    assert_eq!(with_base(vec![rec(Held::Unmet, "y")], "twopc-inject", &[]), vec![rec(Held::Unmet, "y")]);
+    assert_eq!(with_base(vec![rec(Held::Preempted, "y")], "twopc-inject", &base), vec![rec(Held::Preempted, "y")]);
+}
