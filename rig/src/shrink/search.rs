@@ -108,12 +108,15 @@ pub struct Search {
     pub max_runs: u32,
     /// The steps taken, in order.
     pub accepted: Vec<String>,
+    /// The lists already run: a candidate equal to one is not run again
+    /// (dropping the last fault gives the empty list whatever its trigger was).
+    tried: Vec<Vec<FaultSpec>>,
 }
 
 impl Search {
     pub fn new(faults: Vec<FaultSpec>, max_runs: u32) -> Search {
         let pending = candidates(&faults).into();
-        Search { current: faults, pending, runs: 0, max_runs, accepted: Vec::new() }
+        Search { current: faults, pending, runs: 0, max_runs, accepted: Vec::new(), tried: Vec::new() }
     }
 
     /// The next candidate to run; `None` when the search is over
@@ -122,12 +125,18 @@ impl Search {
         if self.runs >= self.max_runs {
             return None;
         }
-        self.pending.pop_front()
+        while let Some(c) = self.pending.pop_front() {
+            if !self.tried.contains(&c.faults) {
+                return Some(c);
+            }
+        }
+        None
     }
 
     /// What the run of `c` said: `same` when it failed the same way.
     pub fn report(&mut self, c: Candidate, same: bool) {
         self.runs += 1;
+        self.tried.push(c.faults.clone());
         if same {
             self.pending = candidates(&c.faults).into();
             self.current = c.faults;

@@ -144,3 +144,18 @@ fn the_minimal_scenario_runs_only_the_target_mode_and_loads_again() {
     assert_eq!(names(&back.faults), ["b"]);
     assert!(back.schedule.is_none());
 }
+
+#[test]
+fn a_list_already_run_is_not_run_again() {
+    // One culprit that fails wherever its trigger is: after each move earlier
+    // the empty list (drop it) would come up again; it runs once.
+    let mut lists: Vec<Vec<FaultSpec>> = Vec::new();
+    let s = shrink_with(scenario().faults, 100, |f| {
+        assert!(!lists.contains(&f.to_vec()), "ran twice: {:?}", names(f));
+        lists.push(f.to_vec());
+        names(f).contains(&"d")
+    });
+    assert_eq!(names(s.current()), ["d"]);
+    assert!(at(&s.current()[0]) < 1000, "moved as early as it goes: {}", at(&s.current()[0]));
+    assert_eq!(lists.iter().filter(|l| l.is_empty()).count(), 1);
+}
