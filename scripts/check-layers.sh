@@ -30,14 +30,15 @@ scenario
 cluster
 history
 subject
-nemesis
+nemesis observer
 runner
 latency
-checker
+checker premise
 verdict
 results
 run
 matrix probe
+calibrate shrink
 serve
 cli
 "

@@ -15,17 +15,22 @@
 //!   records of what faults did and how the job ended;
 //! - [`subject`]: the system under test behind the boundary the nemesis
 //!   crosses; today the rig's own job (coordinator, workers, checkpoint store);
-//! - [`nemesis`]: fault injection, on its own task;
+//! - [`nemesis`]: fault injection, on its own task; [`observer`]: the rig's
+//!   own looks at the broker's transactions (premises, lingering transactions);
 //! - [`runner`]: one mode — the subject and the nemesis side by side;
 //! - [`latency`], [`checker`]: latency histograms; the output drained and
 //!   counted against what the source wrote;
+//! - [`premise`]: whether the effects an expectation rests on happened;
 //! - [`verdict`]: the counts judged against the scenario's expectation;
 //! - [`results`]: summary.json and the table, junit.xml, report.html, and
 //!   the offline re-check that rewrites them (`sinkhole check`);
 //! - [`run`]: one scenario end to end, every mode on one cluster;
 //! - [`matrix`] (scenarios × Kafka versions × seeds, sharded and merged)
 //!   and [`probe`] (what a broker can do for two-phase commit);
+//! - [`calibrate`]: mutants through the library, the detection matrix (`sinkhole calibrate`);
+//! - [`shrink`]: a failing run's schedule made smaller while it fails the same way (`sinkhole shrink`);
 //! - [`serve`]: the results browser over HTTP (`sinkhole serve`).
+pub mod calibrate;
 pub mod checker;
 pub mod cluster;
 pub mod history;
@@ -33,6 +38,8 @@ pub mod install;
 pub mod latency;
 pub mod matrix;
 pub mod nemesis;
+pub mod observer;
+pub mod premise;
 pub mod probe;
 pub mod procs;
 pub mod provenance;
@@ -41,6 +48,7 @@ pub mod run;
 pub mod runner;
 pub mod scenario;
 pub mod serve;
+pub mod shrink;
 pub mod subject;
 pub mod term;
 pub mod utc;

@@ -36,6 +36,17 @@ enum Command {
     /// matrix.json, matrix.html, junit.xml and a table of scenario × mode
     /// (`--shard I/N`: one shard of it, for a campaign over several hosts).
     Matrix(args::MatrixCmd),
+    /// Run every mutant sink (a faithful mode with one deliberate deviation)
+    /// through the scenarios beside the faithful modes, each judged by its
+    /// base mode's expectation: the detection matrix mutant × scenario in
+    /// calibrate.json, calibrate.html and a table (exit 1 when a mutant
+    /// escapes every scenario or a faithful mode is flagged).
+    Calibrate(args::CalibrateCmd),
+    /// Shrink a failing run's fault list (drop a fault, halve a duration,
+    /// move a trigger earlier) while the same mode fails the same way, one
+    /// run per candidate, bounded by --runs and --time; prints and saves the
+    /// minimal scenario (RUN_DIR/shrink/minimal.yaml) with its seed.
+    Shrink(args::ShrinkCmd),
     /// Merge the shards of one campaign (`matrix --shard I/N` on each host)
     /// into one matrix.json, matrix.html and junit.xml; refuses shards that
     /// do not belong together (exit 2).
@@ -100,6 +111,8 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Probe(a) => cli::probe::run(a).await,
         Command::Run(a) => cli::run::run(a).await,
         Command::Matrix(a) => cli::matrix::run(a).await,
+        Command::Calibrate(a) => cli::calibrate::run(a).await,
+        Command::Shrink(a) => cli::shrink::run(a).await,
         Command::Merge(a) => cli::merge::run(a),
         Command::Serve(a) => cli::serve::run(a).await,
         Command::Check(a) => cli::check::run(a),

@@ -30,8 +30,8 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
 
-pub use execute::run;
-pub use render::{cell_text, rel_link, render_html, render_junit, render_table};
+pub use execute::{run, run_matrix};
+pub use render::{anomalies, cell_text, rel_link, render_html, render_junit, render_table};
 pub use shard::{LibraryEntry, Shard, ShardInfo};
 
 use crate::install;
@@ -54,6 +54,9 @@ pub struct MatrixArgs {
     pub inputs: Vec<PathBuf>,
     /// Mode names; empty = each scenario's own (as `sinkhole run --mode`).
     pub modes: Vec<String>,
+    /// Mutants run beside each scenario's modes where their base runs
+    /// (`sinkhole calibrate`; [`run::add_mutants`]).
+    pub mutants: Vec<sinkhole_workloads::model::Mutant>,
     /// Kafka versions; empty = each scenario's own.
     pub kafka: Vec<String>,
     pub seeds: Seeds,
@@ -72,6 +75,19 @@ pub struct MatrixArgs {
     pub sequential: bool,
     /// `--fresh-clusters`: every cell starts its own cluster.
     pub no_reuse: bool,
+    /// Called after every write of the matrix files (a campaign built on the
+    /// matrix, such as `sinkhole calibrate`, writes its own files then).
+    pub on_save: Option<SaveHook>,
+}
+
+/// A callback on the matrix as just written.
+#[derive(Clone)]
+pub struct SaveHook(pub std::sync::Arc<dyn Fn(&Matrix) + Send + Sync>);
+
+impl std::fmt::Debug for SaveHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SaveHook")
+    }
 }
 
 impl Default for MatrixArgs {
@@ -79,6 +95,7 @@ impl Default for MatrixArgs {
         MatrixArgs {
             inputs: Vec::new(),
             modes: Vec::new(),
+            mutants: Vec::new(),
             kafka: Vec::new(),
             seeds: Seeds::default(),
             results: PathBuf::from("results"),
@@ -89,6 +106,7 @@ impl Default for MatrixArgs {
             shard: None,
             sequential: false,
             no_reuse: false,
+            on_save: None,
         }
     }
 }
@@ -540,10 +558,7 @@ pub fn prepare(args: &MatrixArgs, random_seed: u64) -> Result<Prepared, Vec<Stri
     }
     for m in &args.modes {
         if SinkMode::parse(m).is_none() {
-            problems.push(format!(
-                "--modes {m}: unknown mode; known modes: {}",
-                SinkMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
-            ));
+            problems.push(run::unknown_mode("--modes", m));
         }
     }
     if let Seeds::Count { n: 0, .. } = args.seeds {
@@ -613,6 +628,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
     RunArgs {
         file: k.file.clone(),
         modes: args.modes.clone(),
+        mutants: args.mutants.clone(),
         kafka: Some(k.kafka.clone()),
         seed: Some(k.seed),
         results: args.results.clone(),

@@ -11,6 +11,10 @@
 //! 3. a fault that did not fire or whose effect was not confirmed → never a
 //!    pass: inconclusive, unless the counts show anomalies a clean
 //!    expectation forbids (those are real whatever the fault did) → fail;
+//!    A premise of the expectation that did not hold (`premise`: the broker
+//!    never aborted the transaction the expectation's losses rest on) is
+//!    judged the same way: inconclusive with the evidence, unless a clean
+//!    expectation's anomalies were seen;
 //! 4. a partition whose read_committed position stayed below its high-water
 //!    mark (a hanging transaction) → inconclusive, unless the expectation
 //!    wants losses (records stuck behind an open transaction are lost to
@@ -24,6 +28,7 @@ use sinkhole_workloads::model::SinkMode;
 use crate::checker::{CheckReport, Counts, Examples, UncommittedTail};
 use crate::history::fault::FaultRecord;
 use crate::history::{JobOutcome, ModeOutcome};
+use crate::premise::{self, PremiseRecord};
 use crate::scenario::{count_key, Cmp, CountName, ExpectWord, Expectation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +87,9 @@ pub struct Verdict {
     pub attempts: u32,
     pub checkpoints_completed: u64,
     pub faults: Vec<FaultRecord>,
+    /// The expectation's premises and whether they held, with the evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub premises: Vec<PremiseRecord>,
     pub committables_dropped: u64,
     pub kafka: String,
     pub seed: u64,
@@ -128,17 +136,19 @@ fn count_of(c: &Counts, n: CountName) -> u64 {
         CountName::TornTransaction => c.torn_transaction,
         CountName::Redelivered => c.redelivered,
         CountName::Archived => c.archived,
+        CountName::Lingering => c.lingering,
     }
 }
 
 /// The anomalies a `clean` expectation forbids.
-const CLEAN: [CountName; 6] = [
+const CLEAN: [CountName; 7] = [
     CountName::Lost,
     CountName::Duplicated,
     CountName::Unexpected,
     CountName::Nonmonotonic,
     CountName::AbortedRead,
     CountName::TornTransaction,
+    CountName::Lingering,
 ];
 
 fn counts_text(c: &Counts) -> String {
@@ -153,6 +163,7 @@ fn counts_text(c: &Counts) -> String {
         CountName::TornTransaction,
         CountName::Redelivered,
         CountName::Archived,
+        CountName::Lingering,
     ] {
         if count_of(c, k) > 0 {
             t.push_str(&format!(", {} {}", count_of(c, k), count_key(k)));
@@ -214,6 +225,17 @@ pub fn judge(
     faults: &[FaultRecord],
     report: Option<&CheckReport>,
 ) -> Judgement {
+    judge_with(expect, job, faults, &[], report)
+}
+
+/// [`judge`], with the expectation's premises as observed.
+pub fn judge_with(
+    expect: Option<&Expectation>,
+    job: &JobOutcome,
+    faults: &[FaultRecord],
+    premises: &[PremiseRecord],
+    report: Option<&CheckReport>,
+) -> Judgement {
     let j = |outcome, expected_met, reason: String| Judgement { outcome, expected_met, reason };
     // 0. `refused`: the broker must refuse the mode; anything else fails.
     if matches!(expect, Some(Expectation::Word(ExpectWord::Refused))) {
@@ -270,8 +292,9 @@ pub fn judge(
         return j(Outcome::Observed, None, reason);
     };
     let (met, why) = evaluate(e, c);
-    // 3. A fault without a confirmed effect: never a pass.
-    if let Some(f) = unconfirmed(faults) {
+    // 3. A fault without a confirmed effect, or a premise that did not hold: never a pass.
+    let unheld = premise::unmet(premises);
+    if let Some(f) = [unconfirmed(faults), unheld].into_iter().flatten().reduce(|a, b| format!("{a}; {b}")) {
         if !met && !wants_anomalies(e) {
             return j(Outcome::Fail, Some(false), format!("{why} (although {f})"));
         }
@@ -364,6 +387,8 @@ pub struct VerdictInput<'a> {
     pub run_id: &'a str,
     pub mode: SinkMode,
     pub expectation: Option<&'a Expectation>,
+    /// The expectation's premises, judged from the run's observations.
+    pub premises: Vec<PremiseRecord>,
     pub outcome: &'a ModeOutcome,
     pub report: Option<&'a CheckReport>,
     pub kafka: &'a str,
@@ -373,7 +398,7 @@ pub struct VerdictInput<'a> {
 
 pub fn build(i: VerdictInput<'_>) -> Verdict {
     let o = i.outcome;
-    let jd = judge(i.expectation, &o.job, &o.faults, i.report);
+    let jd = judge_with(i.expectation, &o.job, &o.faults, &i.premises, i.report);
     let report = i.report.cloned().unwrap_or_default();
     Verdict {
         scenario: i.scenario.to_string(),
@@ -391,6 +416,7 @@ pub fn build(i: VerdictInput<'_>) -> Verdict {
         attempts: o.attempts,
         checkpoints_completed: o.checkpoints_completed,
         faults: o.faults.clone(),
+        premises: i.premises,
         committables_dropped: o.committables_dropped,
         kafka: i.kafka.to_string(),
         seed: i.seed,
@@ -579,6 +605,71 @@ mod tests {
     }
 
     #[test]
+    fn an_unmet_premise_is_inconclusive_with_its_evidence_a_met_one_is_judged() {
+        use crate::premise::Held;
+        let premise = |held| PremiseRecord {
+            premise: "timeout_abort {checkpoint: 3}".into(),
+            held,
+            evidence: "the broker's view at the restore: x-0-3 Ongoing".into(),
+        };
+        let lost = cond(CountName::Lost, ">0");
+        // FLIP-319 with a slow abort scan: nothing lost because the broker
+        // never aborted; the sink is not to blame.
+        let j = judge_with(
+            Some(&lost),
+            &JobOutcome::Finished,
+            &[fault(true, true)],
+            &[premise(Held::Unmet)],
+            Some(&report(counts(0, 0, 0))),
+        );
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Inconclusive, None), "{}", j.reason);
+        assert!(
+            j.reason.starts_with(
+                "premise timeout_abort {checkpoint: 3} not met: the broker's view at the restore: x-0-3 Ongoing, so the result"
+            ),
+            "{}",
+            j.reason
+        );
+        assert!(j.reason.contains("expected lost >0, got 0"), "{}", j.reason);
+        // Met (or preempted): judged on the counts, both ways.
+        for held in [Held::Met, Held::Preempted] {
+            let j =
+                judge_with(Some(&lost), &JobOutcome::Finished, &[], &[premise(held)], Some(&report(counts(0, 0, 0))));
+            assert_eq!(j.outcome, Outcome::Fail, "{held:?}");
+            let j =
+                judge_with(Some(&lost), &JobOutcome::Finished, &[], &[premise(held)], Some(&report(counts(9, 0, 0))));
+            assert_eq!(j.outcome, Outcome::Pass, "{held:?}");
+        }
+        // A clean expectation's anomalies are real whatever the broker did.
+        let j = judge_with(
+            Some(&CLEAN),
+            &JobOutcome::Finished,
+            &[],
+            &[premise(Held::Unmet)],
+            Some(&report(counts(0, 4, 0))),
+        );
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+        // And an unmet premise never lets a clean run pass.
+        let j = judge_with(
+            Some(&CLEAN),
+            &JobOutcome::Finished,
+            &[],
+            &[premise(Held::Unmet)],
+            Some(&report(counts(0, 0, 0))),
+        );
+        assert_eq!(j.outcome, Outcome::Inconclusive);
+        // Unconfirmed faults and unmet premises are both named.
+        let j = judge_with(
+            Some(&lost),
+            &JobOutcome::Finished,
+            &[fault(false, false)],
+            &[premise(Held::Unmet)],
+            Some(&report(counts(0, 0, 0))),
+        );
+        assert!(j.reason.contains("did not fire; premise timeout_abort"), "{}", j.reason);
+    }
+
+    #[test]
     fn uncommitted_tail_is_inconclusive_unless_loss_is_expected() {
         let mut r = report(counts(10, 0, 0));
         r.uncommitted_tail = vec![UncommittedTail { partition: 1, position: 31, high_watermark: 40 }];
@@ -621,6 +712,7 @@ mod tests {
             run_id: "s-x-1",
             mode: SinkMode::Legacy,
             expectation: Some(&e),
+            premises: vec![],
             outcome: &o,
             report: Some(&r),
             kafka: "4.4.0",

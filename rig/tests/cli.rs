@@ -36,6 +36,26 @@ fn bad_key_value_is_one_clear_error() {
 }
 
 #[test]
+fn shrink_and_calibrate_refuse_bad_input() {
+    let o = sinkhole(&["shrink", "/nonexistent/run"]);
+    assert_bad_input(&o, "not a run directory");
+    let o = sinkhole(&["calibrate", "--mutants", "legacy~nothing"]);
+    assert_bad_input(&o, "unknown mutant");
+    // A run in which no mode failed: nothing to shrink.
+    let dir = common::test_dir("shrink-nothing");
+    std::fs::create_dir_all(&dir).unwrap();
+    let summary = serde_json::json!({
+        "run_id": "r", "scenario": "s", "source": "s.yaml", "kafka": "4.4.0", "seed": 1, "dir": dir,
+        "exit_code": 0, "modes": [{"mode": "legacy", "outcome": "pass", "expected_met": true, "expected": "clean",
+        "reason": "clean", "counts": {"expected": 1, "committed": 1, "lost": 0, "duplicated": 0, "unexpected": 0},
+        "verdict": null, "wall_ms": 1, "checked": true}]
+    });
+    std::fs::write(dir.join("summary.json"), summary.to_string()).unwrap();
+    let o = sinkhole(&["shrink", dir.to_str().unwrap()]);
+    assert_bad_input(&o, "no mode failed");
+}
+
+#[test]
 fn unknown_version_is_one_clear_error() {
     let o = sinkhole(&["setup", "--kafka", "9.9.9"]);
     assert_bad_input(&o, "9.9.9");

@@ -88,6 +88,8 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
         sequential: false,
         lead: None,
         flink: None,
+        expect_by: Vec::new(),
+        premise: BTreeMap::new(),
     };
     let mode_dir = dir.join("legacy");
     let outcome = run_mode(

@@ -111,6 +111,23 @@ fn flip319_long_outage_legacy_loses_twopc_inject_does_not() {
     r.assert_clean_pass("twopc-inject");
     r.assert_kip939_honest();
     assert_eq!(r.exit, Some(0));
+    // The premises held, and the evidence says what the broker did: it
+    // aborted legacy's checkpoint 3 and kept twopc-inject's.
+    let premise = |mode: &str| r.verdict(mode)["premises"][0].clone();
+    let p = premise("legacy");
+    assert_eq!(
+        (p["premise"].as_str(), p["held"].as_str()),
+        (Some("timeout_abort {checkpoint: 3}"), Some("met")),
+        "{p}"
+    );
+    assert!(p["evidence"].as_str().unwrap().contains("CompleteAbort"), "{p}");
+    let p = premise("twopc-inject");
+    assert_eq!(
+        (p["premise"].as_str(), p["held"].as_str()),
+        (Some("outlives_timeout {checkpoint: 3}"), Some("met")),
+        "{p}"
+    );
+    assert!(p["evidence"].as_str().unwrap().contains("Ongoing"), "{p}");
     assert_eq!(r.summary["side_by_side"], true, "the modes ran at once by default");
 
     // The same scenario and seed, one mode after another: the same verdicts.
@@ -124,6 +141,35 @@ fn flip319_long_outage_legacy_loses_twopc_inject_does_not() {
     assert!(seq.count("legacy", "lost") > 0);
     assert_eq!(seq.count("twopc-inject", "lost") + seq.count("twopc-inject", "duplicated"), 0);
     assert_eq!(seq.exit, Some(0));
+}
+
+/// FLIP-319 with the broker's abort scan at 60 s: the broker never aborts
+/// checkpoint 3's transactions during the outage and legacy loses nothing.
+/// Not the sink's fault: inconclusive with the unmet premise, exit 0.
+#[test]
+fn flip319_with_a_slow_abort_scan_is_inconclusive_not_a_failure_of_legacy() {
+    let _turn = common::serial();
+    common::dist("4.4.0");
+    let results = common::test_dir("scenario-slow-scan");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/flip319-slow-abort-scan.yaml");
+    let out = Command::new(common::bin())
+        .arg("run")
+        .arg(&file)
+        .args(["--mode", "legacy", "--seed", "318", "--results"])
+        .arg(&results)
+        .output()
+        .expect("run sinkhole");
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir =
+        std::fs::read_dir(&results).unwrap().flatten().map(|e| e.path()).find(|p| p.join("summary.json").exists());
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.unwrap().join("legacy/verdict.json")).unwrap()).unwrap();
+    assert_eq!(v["outcome"], "inconclusive", "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(reason.starts_with("premise timeout_abort {checkpoint: 3} not met:"), "{reason}");
+    assert!(reason.contains("Ongoing") && reason.contains("expected lost >0, got 0"), "{reason}");
+    assert_eq!(v["premises"][0]["held"], "unmet", "{v}");
 }
 
 #[test]

@@ -9,9 +9,11 @@
 //! and stable: changing a name changes the history format.
 use serde::{Deserialize, Serialize};
 
-/// The sinks compared (README.md, "Sink modes").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// The sinks compared (README.md, "Sink modes"), and the mutants: faithful
+/// modes with one deliberate deviation each ([`Mutant`]), which the scenario
+/// library must catch (`sinkhole calibrate`). A mode is written by its name
+/// (`legacy`, `legacy~assume-committed`) wherever it is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SinkMode {
     /// Flink's reflection-based sink: plain InitProducerId, committable
     /// (tid, pid, epoch), restore by injecting pid/epoch and EndTxn ≤ v4;
@@ -31,9 +33,13 @@ pub enum SinkMode {
     /// Apache Flink's own `KafkaSink` (flink-connector-kafka, `EXACTLY_ONCE`) on a real Flink
     /// cluster: the rig's Flink subject. No `sinkhole worker` runs it.
     FlinkKafkasink,
+    /// A faithful mode ([`Mutant::base`]) with one deliberate deviation. Never
+    /// in [`SinkMode::ALL`]: a mutant runs only where it is named.
+    Mutant(Mutant),
 }
 
 impl SinkMode {
+    /// The faithful modes. Mutants are not modes a scenario runs by default.
     pub const ALL: [SinkMode; 6] = [
         SinkMode::Legacy,
         SinkMode::Kip939,
@@ -43,36 +49,159 @@ impl SinkMode {
         SinkMode::FlinkKafkasink,
     ];
 
+    /// The names of [`SinkMode::ALL`], in order.
+    pub const NAMES: [&'static str; 6] =
+        ["legacy", "kip939", "twopc-inject", "rdkafka-txn", "at-least-once", "flink-kafkasink"];
+
     pub fn name(&self) -> &'static str {
         match self {
-            SinkMode::Legacy => "legacy",
-            SinkMode::Kip939 => "kip939",
-            SinkMode::TwopcInject => "twopc-inject",
-            SinkMode::RdkafkaTxn => "rdkafka-txn",
-            SinkMode::AtLeastOnce => "at-least-once",
-            SinkMode::FlinkKafkasink => "flink-kafkasink",
+            SinkMode::Legacy => Self::NAMES[0],
+            SinkMode::Kip939 => Self::NAMES[1],
+            SinkMode::TwopcInject => Self::NAMES[2],
+            SinkMode::RdkafkaTxn => Self::NAMES[3],
+            SinkMode::AtLeastOnce => Self::NAMES[4],
+            SinkMode::FlinkKafkasink => Self::NAMES[5],
+            SinkMode::Mutant(m) => m.name(),
         }
     }
 
+    /// A faithful mode or a mutant, by name.
     pub fn parse(s: &str) -> Option<SinkMode> {
-        SinkMode::ALL.into_iter().find(|m| m.name() == s)
+        SinkMode::ALL.into_iter().find(|m| m.name() == s).or_else(|| Mutant::parse(s).map(SinkMode::Mutant))
+    }
+
+    /// The name in Kafka's legal characters (`[A-Za-z0-9._-]`), for topic
+    /// names and transactional ids: a mutant's `~` becomes `.`.
+    pub fn slug(&self) -> String {
+        self.name().replace('~', ".")
+    }
+
+    /// The faithful mode itself, or the one a mutant deviates from.
+    pub fn base(&self) -> SinkMode {
+        match self {
+            SinkMode::Mutant(m) => m.base(),
+            m => *m,
+        }
+    }
+
+    pub fn mutant(&self) -> Option<Mutant> {
+        match self {
+            SinkMode::Mutant(m) => Some(*m),
+            _ => None,
+        }
     }
 
     /// Whether the mode commits in two phases (pre-commit at the checkpoint,
     /// commit on notification).
     pub fn two_phase(&self) -> bool {
-        matches!(self, SinkMode::Legacy | SinkMode::Kip939 | SinkMode::TwopcInject | SinkMode::FlinkKafkasink)
+        matches!(self.base(), SinkMode::Legacy | SinkMode::Kip939 | SinkMode::TwopcInject | SinkMode::FlinkKafkasink)
     }
 
     /// Whether the rig's own job (coordinator and `sinkhole worker` processes) runs the mode;
     /// `flink-kafkasink` runs on a Flink cluster instead.
     pub fn rig_job(&self) -> bool {
-        !matches!(self, SinkMode::FlinkKafkasink)
+        !matches!(self.base(), SinkMode::FlinkKafkasink)
     }
 
     /// Whether records are written in Kafka transactions at all.
     pub fn transactional(&self) -> bool {
-        !matches!(self, SinkMode::AtLeastOnce)
+        !matches!(self.base(), SinkMode::AtLeastOnce)
+    }
+}
+
+impl Serialize for SinkMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for SinkMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SinkMode, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SinkMode;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sink mode name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SinkMode, E> {
+                SinkMode::parse(v).ok_or_else(|| E::unknown_variant(v, &SinkMode::NAMES))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The table of mutants: each is one faithful mode with ONE small deviation,
+/// standing for a real class of sink bug, named `<mode>~<deviation>`. What
+/// each deviation does is in `sink::mutants` (the one place the sinks
+/// consult); here are the names, the base modes and the bug classes.
+macro_rules! mutants {
+    ($($(#[$doc:meta])* $v:ident => $base:ident, $dev:literal, $name:literal, $class:literal;)*) => {
+        /// A deliberately broken sink (see the table's comments; README, "Mutants").
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Mutant { $($(#[$doc])* $v,)* }
+
+        impl Mutant {
+            pub const ALL: &'static [Mutant] = &[$(Mutant::$v),*];
+
+            /// `<base>~<deviation>`.
+            pub fn name(self) -> &'static str {
+                match self { $(Mutant::$v => $name,)* }
+            }
+
+            /// The deviation alone (`assume-committed`).
+            pub fn deviation(self) -> &'static str {
+                match self { $(Mutant::$v => $dev,)* }
+            }
+
+            /// The faithful mode it deviates from; it is judged against that
+            /// mode's expectation.
+            pub fn base(self) -> SinkMode {
+                match self { $(Mutant::$v => SinkMode::$base,)* }
+            }
+
+            /// The real bug class the deviation stands for.
+            pub fn bug_class(self) -> &'static str {
+                match self { $(Mutant::$v => $class,)* }
+            }
+        }
+    };
+}
+
+mutants! {
+    /// An EndTxn whose answer never came (a request timeout, a dropped
+    /// connection) is taken as committed, and the committable is dropped.
+    AssumeCommitted => Legacy, "assume-committed", "legacy~assume-committed",
+        "an unknown commit outcome (TimeoutException, NetworkException) taken as success";
+    /// A commit that failed with a retriable error is logged and dropped
+    /// instead of retried.
+    DiscardRetriable => Legacy, "discard-retriable", "legacy~discard-retriable",
+        "a committer that treats retriable commit errors as known failures (signalFailedWithKnownReason instead of retryLater)";
+    /// After a restore the source starts one record after the stored offset.
+    RestoreOffByOne => Legacy, "restore-off-by-one", "legacy~restore-off-by-one",
+        "recovery off by one: the stored position read as the last record emitted instead of the next to emit";
+    /// The transaction is committed at the barrier, when the subtask acks,
+    /// before the checkpoint is durable (and no committable is stored).
+    CommitBeforePersist => Legacy, "commit-before-persist", "legacy~commit-before-persist",
+        "committing on snapshot instead of on notifyCheckpointComplete (a one-phase sink posing as two-phase)";
+    /// The restore does not probe and abort the transactions a previous
+    /// attempt left open.
+    SkipLingeringAbort => Legacy, "skip-lingering-abort", "legacy~skip-lingering-abort",
+        "no lingering-transaction abort on recovery (open transactions block read_committed readers until they time out)";
+    /// After a restore the first transaction is written under the restored
+    /// committable's transactional id, with the recovery producer's injected
+    /// producer id and epoch: no InitProducerId, nothing fenced.
+    ReuseTidNoFence => Legacy, "reuse-tid-no-fence", "legacy~reuse-tid-no-fence",
+        "a recycled producer reused for new writes without initTransactions (no fencing of the previous incarnation)";
+    /// InitProducerId without Enable2Pc: the broker's transaction timeout
+    /// applies to the transactions it then commits by injection.
+    Drop2pcFlag => TwopcInject, "drop-2pc-flag", "twopc-inject~drop-2pc-flag",
+        "KIP-939's Enable2Pc lost on the way to the broker (a producer built without transaction.two.phase.commit.enable), so the FLIP-319 timeout abort returns";
+}
+
+impl Mutant {
+    pub fn parse(s: &str) -> Option<Mutant> {
+        Mutant::ALL.iter().copied().find(|m| m.name() == s)
     }
 }
 
@@ -575,6 +704,15 @@ pub enum EventKind {
         fault: String,
         reason: String,
     },
+    // --- the rig's own looks at the broker ---
+    /// What the rig asked the broker about the job's transactions
+    /// (DescribeTransactions) and why: a scenario's premise, or the check for
+    /// transactions a restore left open. `effect` is typed by the rig
+    /// (`history::observation`).
+    Observed {
+        what: String,
+        effect: serde_json::Value,
+    },
     // --- other ---
     Note {
         text: String,
@@ -630,6 +768,29 @@ mod tests {
             assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{}\"", m.name()));
         }
         assert_eq!(SinkMode::parse("flink"), None);
+    }
+
+    #[test]
+    fn mutants_are_named_after_their_base_and_never_in_all() {
+        assert_eq!(Mutant::ALL.len(), 7);
+        for &m in Mutant::ALL {
+            let mode = SinkMode::Mutant(m);
+            assert_eq!(mode.name(), format!("{}~{}", m.base().name(), m.deviation()));
+            assert_eq!(SinkMode::parse(mode.name()), Some(mode));
+            assert_eq!(serde_json::to_string(&mode).unwrap(), format!("\"{}\"", mode.name()));
+            assert_eq!(serde_json::from_str::<SinkMode>(&format!("\"{}\"", mode.name())).unwrap(), mode);
+            assert!(!SinkMode::ALL.contains(&mode), "{mode} must be named to run");
+            assert_eq!(mode.base(), m.base());
+            assert!(m.base().mutant().is_none(), "a mutant's base is faithful");
+            assert_eq!(mode.two_phase(), m.base().two_phase());
+            assert!(!mode.slug().contains('~') && mode.slug().starts_with(m.base().name()));
+            assert!(!m.bug_class().is_empty());
+        }
+        assert!(SinkMode::parse("twopc-inject~drop-2pc-flag").is_some());
+        assert!(SinkMode::parse("legacy~nothing").is_none());
+        assert!(SinkMode::parse("kip939~assume-committed").is_none(), "a deviation belongs to its base");
+        let err = serde_json::from_str::<SinkMode>("\"flink\"").unwrap_err().to_string();
+        assert!(err.contains("unknown variant `flink`"), "{err}");
     }
 
     #[test]

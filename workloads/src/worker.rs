@@ -30,7 +30,7 @@ use tracing::{debug, error, info};
 use crate::control::{Channel, ChannelReader, ChannelWriter};
 use crate::model::{CommitOutcome, Committable, EventKind, FromWorker, SubtaskState, ToWorker, WorkerConfig};
 use crate::share::source::{Layout, ShareSource};
-use crate::sink::{naming, AnySink, Sink, SinkError};
+use crate::sink::{mutants, naming, AnySink, Sink, SinkError};
 use crate::source::{Record, Source};
 use crate::wire::ClientConfig;
 
@@ -277,7 +277,9 @@ impl Worker {
         self.forward_events(&mut sink).await?;
         restore_result?;
 
-        let mut source = open_input(&config, state.next_seq, restored).await?;
+        // The stored position (a mutant may start elsewhere: `sink::mutants`).
+        let start = mutants::restore_position(config.mode, restored, state.next_seq);
+        let mut source = open_input(&config, start, restored).await?;
         self.forward_input_events(&mut source).await?;
         self.send(FromWorker::Ready { subtask, pid: std::process::id() }).await?;
 
@@ -344,7 +346,13 @@ impl Worker {
                                     };
                                     self.send(FromWorker::Event { event }).await?;
                                 }
-                                pending.insert(c.checkpoint, c);
+                                if mutants::commits_at_barrier(config.mode) {
+                                    // legacy~commit-before-persist: committed
+                                    // now, before the ack; nothing stored.
+                                    self.commit(&mut sink, &c, false).await?;
+                                } else {
+                                    pending.insert(c.checkpoint, c);
+                                }
                             }
                             self.forward_events(&mut sink).await?;
                             let state = SubtaskState {

@@ -412,3 +412,45 @@ fn everything_at_once() {
     );
     assert_eq!(r.lost_ranges, 2);
 }
+
+/// The rig's look after a restore: `states` of the ids it asked about.
+fn lingering_look(sim: &mut Sim, attempt: u32, restored_from: u64, states: &[(&str, &str)]) {
+    use crate::history::fault::{Transactions, TxnView};
+    use crate::history::observation::{Look, Observation};
+    let views = states
+        .iter()
+        .map(|(t, st)| TxnView {
+            transactional_id: t.to_string(),
+            state: st.to_string(),
+            producer_id: 4,
+            producer_epoch: 1,
+            timeout_ms: 60_000,
+            error: None,
+        })
+        .collect();
+    let o = Observation {
+        look: Look::Lingering { attempt, restored_from: Some(restored_from) },
+        at_ms: 4_200,
+        looked_at: None,
+        transactions: Transactions::Seen(views),
+        note: None,
+    };
+    sim.ev(None, o.to_event());
+}
+
+#[test]
+fn lingering_is_a_transaction_still_open_after_the_restore() {
+    // A clean run whose restore aborted what attempt 0 left open: nothing.
+    let mut sim = Sim::clean(2, 300, 50);
+    lingering_look(&mut sim, 1, 2, &[(&tid(0, 4), "CompleteAbort"), (&tid(1, 4), "PrepareAbort")]);
+    assert_eq!(sim.check().counts, counts(|_| {}), "aborted means clean");
+    // One left Ongoing: one lingering transaction, named, nothing else changes.
+    let mut sim = Sim::clean(2, 300, 50);
+    lingering_look(&mut sim, 1, 2, &[(&tid(0, 4), "Ongoing"), (&tid(1, 4), "CompleteAbort")]);
+    let r = sim.check();
+    assert_eq!(r.counts, counts(|c| c.lingering = 1));
+    assert_eq!(r.examples.lingering.len(), 1);
+    let x = &r.examples.lingering[0];
+    assert_eq!((x.transactional_id.as_deref(), x.checkpoint), (Some(tid(0, 4).as_str()), Some(4)));
+    assert!(x.detail.contains("after attempt 1 restored from checkpoint 2"), "{}", x.detail);
+}

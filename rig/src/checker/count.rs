@@ -315,6 +315,8 @@ impl<'h> Counter<'h> {
             .map(|d| UncommittedTail { partition: d.partition, position: d.position, high_watermark: d.high_watermark })
             .collect();
         self.counts.uncommitted_tail = uncommitted_tail.len() as u64;
+        self.counts.lingering = self.history.lingering.len() as u64;
+        self.ex.lingering = self.history.lingering.iter().take(super::MAX_EXAMPLES).cloned().collect();
         super::CheckReport {
             counts: self.counts,
             examples: self.ex,

@@ -25,6 +25,7 @@ pub mod bench;
 mod calibration;
 pub mod count;
 pub mod drain;
+pub mod lingering;
 pub mod offline;
 pub mod share;
 pub mod store;
@@ -116,6 +117,11 @@ pub struct Counts {
     /// Share-group source: input records the group archived by the end.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub archived: u64,
+    /// Transactions of an earlier attempt still open once a restored attempt
+    /// was up ([`lingering`]). Left out when zero, so counts serialise as
+    /// they did before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lingering: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -152,6 +158,8 @@ pub struct Examples {
     pub aborted_read: Vec<Example>,
     #[serde(default)]
     pub torn_transaction: Vec<Example>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lingering: Vec<Example>,
 }
 
 /// A partition whose read_committed position stayed below the high-water
@@ -288,6 +296,8 @@ pub struct HistoryIndex {
     pub candidates: Vec<Candidate>,
     pub tids: Vec<TidHistory>,
     pub tid_index: HashMap<String, usize>,
+    /// Transactions the rig found left open after a restore ([`lingering`]).
+    pub lingering: Vec<Example>,
 }
 
 /// One incarnation while the index is built.
@@ -508,7 +518,7 @@ impl HistoryIndex {
         for (v, _) in &mut by_subtask {
             v.sort_by_key(|&k| (txns[k].first_seq, txns[k].checkpoint));
         }
-        HistoryIndex { txns, by_subtask, candidates, tids, tid_index }
+        HistoryIndex { txns, by_subtask, candidates, tids, tid_index, lingering: lingering::found(events) }
     }
 
     /// The checkpoint of the latest transaction under `tid`.

@@ -61,6 +61,52 @@ pub struct RunCmd {
 }
 
 #[derive(Args)]
+pub struct CalibrateCmd {
+    /// Scenario files or directories (a directory: its *.yaml minus the
+    /// names in its matrix-exclude.txt). Default: scenarios/.
+    pub inputs: Vec<PathBuf>,
+    /// Only these mutants, comma-separated (default: every mutant).
+    #[arg(long, value_delimiter = ',')]
+    pub mutants: Vec<String>,
+    /// Kafka versions, comma-separated (default: each scenario's).
+    #[arg(long, value_delimiter = ',')]
+    pub kafka: Vec<String>,
+    /// Seeds, comma-separated: every scenario runs with each.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["seed_count", "seed"])]
+    pub seeds: Vec<u64>,
+    /// Run N seeds: --seed, --seed + 1, … (default 1).
+    #[arg(long)]
+    pub seed_count: Option<u32>,
+    /// The first seed (default: random, printed and kept).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the runs write their results.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// The calibration directory (default: <results>/calibrate-<timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print calibrate.json on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ShrinkCmd {
+    /// A failing run's directory (results/<run-id>).
+    pub run_dir: PathBuf,
+    /// The failing mode to shrink for (default: the run's first failing mode).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// At most this many candidate runs.
+    #[arg(long, default_value_t = 20)]
+    pub runs: u32,
+    /// At most this many seconds (a candidate under way is finished).
+    #[arg(long, default_value_t = 1800)]
+    pub time: u64,
+}
+
+#[derive(Args)]
 pub struct MatrixCmd {
     /// Scenario files or directories (a directory: its *.yaml minus the
     /// names in its matrix-exclude.txt). Default: scenarios/.

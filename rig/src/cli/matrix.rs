@@ -33,6 +33,7 @@ pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
     let args = MatrixArgs {
         inputs,
         modes,
+        mutants: vec![],
         kafka,
         seeds,
         results,
@@ -43,6 +44,7 @@ pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
         shard,
         sequential,
         no_reuse: fresh_clusters,
+        on_save: None,
     };
     let code = matrix::run(args).await.map_err(run_failure)?;
     judged(code, Policy { fail_on_inconclusive }, "cell")

@@ -4,7 +4,8 @@
 //! Kafka distribution a command runs, and printing a run's summary.
 //!
 //! Exit codes (README.md, "Exit codes"; [`sinkhole_rig::results::exit`]): 0
-//! success, 1 an expectation failed (`run`, `check`, `matrix`, `merge`), 2 bad
+//! success, 1 an expectation failed (`run`, `check`, `matrix`, `merge`; for
+//! `calibrate`: a mutant no scenario caught, or a faithful mode flagged), 2 bad
 //! input (arguments, versions, ports, files, shards that do not fit), 3 the
 //! rig itself failed (a broker did not start, a request failed, a mode's
 //! runner errored), 128 + N after signal N.
@@ -25,6 +26,7 @@ use args::{ClusterShape, KafkaSel};
 
 pub mod args;
 pub mod bench_checker;
+pub mod calibrate;
 pub mod check;
 pub mod cluster;
 pub mod image;
@@ -37,6 +39,7 @@ pub mod run;
 pub mod schedule;
 pub mod serve;
 pub mod setup;
+pub mod shrink;
 pub mod validate;
 pub mod worker;
 

@@ -20,7 +20,18 @@ pub async fn run(a: RunCmd) -> Result<(), Failure> {
         connector_jar,
         sequential,
     } = a;
-    let args = RunArgs { file, modes, kafka, seed, results, json, fail_on_inconclusive, connector_jar, sequential };
+    let args = RunArgs {
+        file,
+        modes,
+        mutants: vec![],
+        kafka,
+        seed,
+        results,
+        json,
+        fail_on_inconclusive,
+        connector_jar,
+        sequential,
+    };
     let backend = backend.map(|b| match b.as_str() {
         "containers" => Backend::Containers,
         _ => Backend::Local,

@@ -24,6 +24,7 @@ use sinkhole_workloads::model::SinkMode;
 pub use sinkhole_workloads::model::{Event, EventKind, Source};
 
 pub mod fault;
+pub mod observation;
 pub mod outcome;
 pub mod trigger;
 

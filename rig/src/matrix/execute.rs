@@ -37,13 +37,18 @@ struct Shared {
     started: Instant,
     /// Set by the signal hook: the main loop records nothing more.
     stopped: bool,
+    on_save: Option<super::SaveHook>,
 }
 
 impl Shared {
     fn save(&mut self) -> anyhow::Result<()> {
         self.matrix.wall_ms = self.started.elapsed().as_millis() as u64;
         self.matrix.refresh();
-        write_all(&self.matrix)
+        write_all(&self.matrix)?;
+        if let Some(hook) = &self.on_save {
+            (hook.0)(&self.matrix);
+        }
+        Ok(())
     }
 }
 
@@ -51,6 +56,19 @@ impl Shared {
 /// matrix files and prints the table; returns the exit code (0, 1 or 3, see
 /// [`crate::results::exit`]).
 pub async fn run(args: MatrixArgs) -> Result<u8, RunError> {
+    let json = args.json;
+    let m = run_matrix(args).await?;
+    if json {
+        print!("{}", crate::provenance::to_json(&m)?);
+    } else {
+        print!("{}", render_table(&m));
+        println!("matrix: {}", m.dir.join(HTML_FILE).display());
+    }
+    Ok(m.exit_code)
+}
+
+/// [`run`] without the printing: the finished matrix (its files written).
+pub async fn run_matrix(args: MatrixArgs) -> Result<Matrix, RunError> {
     let prepared = prepare(&args, rand::random()).map_err(|p| RunError::BadInput(anyhow!(p.join("\n"))))?;
     // Every version installed before the first cell: an unknown version is
     // the user's input (exit 2), found before anything runs.
@@ -95,7 +113,8 @@ pub async fn run(args: MatrixArgs) -> Result<u8, RunError> {
         wall_ms: 0,
         exit_code: 0,
     };
-    let shared = Arc::new(Mutex::new(Shared { matrix, started: Instant::now(), stopped: false }));
+    let shared =
+        Arc::new(Mutex::new(Shared { matrix, started: Instant::now(), stopped: false, on_save: args.on_save.clone() }));
     shared.lock().unwrap_or_else(|p| p.into_inner()).save().context("writing the matrix files")?;
     let of_shard = match &args.shard {
         Some(sh) => format!(" (shard {sh} of a matrix of {} cells)", prepared.cells_total),
@@ -226,11 +245,5 @@ pub async fn run(args: MatrixArgs) -> Result<u8, RunError> {
         s.save().context("writing the matrix files")?;
         s.matrix.clone()
     };
-    if args.json {
-        print!("{}", crate::provenance::to_json(&m)?);
-    } else {
-        print!("{}", render_table(&m));
-        println!("matrix: {}", m.dir.join(HTML_FILE).display());
-    }
-    Ok(m.exit_code)
+    Ok(m)
 }

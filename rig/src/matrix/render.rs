@@ -22,6 +22,7 @@ pub fn anomalies(c: &Counts) -> String {
         ("aborted-read", c.aborted_read),
         ("torn", c.torn_transaction),
         ("hanging", c.uncommitted_tail),
+        ("lingering", c.lingering),
         ("nonmono", c.nonmonotonic),
     ]
     .iter()
@@ -369,7 +370,7 @@ fn html_cell(c: &CellResult, mode: SinkMode, report: Option<&str>) -> String {
     let n = &s.counts;
     let counts = if s.checked {
         format!(
-            "{} of {} committed; lost {}, duplicated {}, unexpected {}, nonmonotonic {}, aborted reads {}, torn transactions {}, hanging partitions {}",
+            "{} of {} committed; lost {}, duplicated {}, unexpected {}, nonmonotonic {}, aborted reads {}, torn transactions {}, hanging partitions {}, lingering transactions {}",
             n.committed,
             n.expected,
             n.lost,
@@ -378,7 +379,8 @@ fn html_cell(c: &CellResult, mode: SinkMode, report: Option<&str>) -> String {
             n.nonmonotonic,
             n.aborted_read,
             n.torn_transaction,
-            n.uncommitted_tail
+            n.uncommitted_tail,
+            n.lingering
         )
     } else {
         "output not counted".to_string()

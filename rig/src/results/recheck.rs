@@ -90,7 +90,8 @@ pub fn recheck_mode(run_dir: &Path, dir: &Path, warn: &mut dyn FnMut(&str)) -> R
         None
     };
     v.checked = checked;
-    let j = verdict::judge(v.expectation.as_ref(), &v.job, &v.faults, report.as_ref());
+    // The premises were observed during the run: their records are what the run left.
+    let j = verdict::judge_with(v.expectation.as_ref(), &v.job, &v.faults, &v.premises, report.as_ref());
     v.outcome = j.outcome;
     v.expected_met = j.expected_met;
     v.reason = j.reason;

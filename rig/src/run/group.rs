@@ -2,6 +2,7 @@
 //! the scenario side by side, or one mode alone when they run one after
 //! another): their topics, their jobs under one nemesis, then each mode's
 //! drain, check and verdict.
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -14,6 +15,7 @@ use crate::checker::{self, CheckSpec, Expected};
 use crate::cluster::Cluster;
 use crate::history::{JobOutcome, ModeOutcome};
 use crate::latency;
+use crate::premise::PremiseRecord;
 use crate::results::summary::{self, summarize, ModeSummary, Timings};
 use crate::runner::{self, ModeRun};
 use crate::scenario::Scenario;
@@ -70,11 +72,15 @@ fn rig_failed(s: &Scenario, mode: SinkMode, e: &anyhow::Error) -> ModeSummary {
 
 /// Runs these modes at the same time on `cluster` (one mode: alone), then
 /// judges each; one row per mode, in `group`'s order.
+///
+/// `held`: the premises of the modes judged before, as held (a mutant's are
+/// read beside its base's: [`crate::premise::with_base`]); this group's are added.
 pub(super) async fn run_group(
     plan: &Plan,
     cluster: &mut dyn Cluster,
     group: &[SinkMode],
     times: &mut Timings,
+    held: &mut BTreeMap<SinkMode, Vec<PremiseRecord>>,
 ) -> Vec<ModeSummary> {
     let s = &plan.scenario;
     let mut rows: Vec<Option<ModeSummary>> = group.iter().map(|_| None).collect();
@@ -120,16 +126,43 @@ pub(super) async fn run_group(
     let outcomes = runner::run_modes(runs, s.faults.clone(), lead, cluster).await;
     times.jobs_ms += ms(t.elapsed());
 
+    // The premises, from what the run observed (the observer's looks are in
+    // each history): the faithful modes' first, then the mutants' beside their base's.
+    let mut premises: Vec<Vec<PremiseRecord>> = ready
+        .iter()
+        .zip(&outcomes)
+        .map(|((_, p), o)| match (o, s.premise.get(&p.mode)) {
+            (Ok(o), Some(pr)) => {
+                let events = crate::history::read(&o.history).map(|h| h.events).unwrap_or_default();
+                crate::premise::evaluate(pr, &o.faults, &events)
+            }
+            _ => vec![],
+        })
+        .collect();
+    for ((_, p), pr) in ready.iter().zip(&premises) {
+        if p.mode.mutant().is_none() {
+            held.insert(p.mode, pr.clone());
+        }
+    }
+    for ((_, p), pr) in ready.iter().zip(premises.iter_mut()) {
+        if let (Some(_), Some(base)) = (p.mode.mutant(), held.get(&p.mode.base())) {
+            *pr = crate::premise::with_base(std::mem::take(pr), p.mode.base().name(), base);
+        }
+        if p.mode.mutant().is_some() {
+            held.insert(p.mode, pr.clone());
+        }
+    }
+
     // Every mode's drain and check at once: a drain that waits for the
     // broker to abort a transaction holds up no other mode.
     let t = Instant::now();
     let mut judging = tokio::task::JoinSet::new();
-    for ((i, p), outcome) in ready.into_iter().zip(outcomes) {
+    for (((i, p), outcome), pr) in ready.into_iter().zip(outcomes).zip(premises) {
         let mode = p.mode;
         match outcome.with_context(|| format!("running mode {mode}")) {
             Ok(o) => {
                 let (plan, bootstrap) = (plan.clone(), cluster.bootstrap());
-                judging.spawn(async move { (i, mode, judge(&plan, bootstrap, p, o).await) });
+                judging.spawn(async move { (i, mode, judge(&plan, bootstrap, p, o, pr).await) });
             }
             Err(e) => {
                 if let Some(t) = p.tail {
@@ -164,6 +197,7 @@ async fn judge(
     bootstrap: String,
     p: Prepared,
     outcome: ModeOutcome,
+    premises: Vec<PremiseRecord>,
 ) -> anyhow::Result<(ModeSummary, Option<u64>)> {
     let s = &plan.scenario;
     let Prepared { mode, dir, topic, tail } = p;
@@ -199,6 +233,7 @@ async fn judge(
         run_id: &plan.run_id,
         mode,
         expectation: s.expect.get(&mode),
+        premises,
         outcome: &outcome,
         report: report.as_ref(),
         kafka: &s.cluster.kafka,

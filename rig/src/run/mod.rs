@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context};
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_workloads::model::{Mutant, SinkMode};
 
 use crate::cluster::Cluster;
 use crate::install;
@@ -38,8 +38,11 @@ pub use reuse::{ClusterKey, ClusterUse, Warm};
 #[derive(Debug, Clone, Default)]
 pub struct RunArgs {
     pub file: PathBuf,
-    /// Mode names; empty = the scenario's.
+    /// Mode names; empty = the scenario's. A mutant's name runs it.
     pub modes: Vec<String>,
+    /// Mutants to run besides the modes, each in a scenario that runs its
+    /// base mode (`sinkhole calibrate`).
+    pub mutants: Vec<Mutant>,
     pub kafka: Option<String>,
     pub seed: Option<u64>,
     pub results: PathBuf,
@@ -87,11 +90,12 @@ impl Plan {
     pub fn mode_dir(&self, m: SinkMode) -> PathBuf {
         self.dir.join(m.name())
     }
+    /// A mutant's `~` is not legal in a topic name: [`SinkMode::slug`].
     pub fn topic(&self, m: SinkMode) -> String {
-        format!("sinkhole-{}-{}", self.run_id, m.name())
+        format!("sinkhole-{}-{}", self.run_id, m.slug())
     }
     pub fn tid_prefix(&self, m: SinkMode) -> String {
-        format!("sinkhole-{}-{}", self.short_id, m.name())
+        format!("sinkhole-{}-{}", self.short_id, m.slug())
     }
 }
 
@@ -114,22 +118,6 @@ fn short_id(run_id: &str) -> String {
 /// Loads and validates the scenario and applies the command line.
 pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
     let mut s = scenario::load(&args.file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
-    if !args.modes.is_empty() {
-        let mut modes = Vec::new();
-        for name in &args.modes {
-            let m = SinkMode::parse(name).ok_or_else(|| {
-                RunError::BadInput(anyhow!(
-                    "--mode {name}: unknown mode; known modes: {}",
-                    SinkMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
-                ))
-            })?;
-            if !modes.contains(&m) {
-                modes.push(m);
-            }
-        }
-        s.expect.retain(|m, _| modes.contains(m));
-        s.modes = modes;
-    }
     if let Some(k) = &args.kafka {
         let v = install::parse_versions(k).map_err(|e| RunError::BadInput(e.into()))?;
         if v.len() != 1 {
@@ -139,6 +127,38 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
         // Validation saw the file's version; a share-group source on one without share groups is refused here.
         if let Some(why) = s.share_source().and_then(|_| crate::scenario::source::no_share_groups(&s.cluster.kafka)) {
             return Err(RunError::BadInput(anyhow!("--kafka {}: {why}", s.cluster.kafka)));
+        }
+    }
+    // The expectations of this version and protocol (known Kafka bugs), once
+    // the version is known; the resolved scenario.yaml has plain ones.
+    for note in crate::scenario::expect_by::resolve(&mut s) {
+        progress(&note);
+    }
+    let written = s.expect.clone();
+    if !args.modes.is_empty() {
+        let mut modes = Vec::new();
+        for name in &args.modes {
+            let m = SinkMode::parse(name).ok_or_else(|| RunError::BadInput(anyhow!(unknown_mode("--mode", name))))?;
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+        s.expect.retain(|m, _| modes.contains(m));
+        s.modes = modes;
+    }
+    add_mutants(&mut s, &args.mutants);
+    // A mutant is judged against the expectation of the mode it mutates,
+    // resting on the same premises (unless the scenario states its own).
+    let premises = s.premise.clone();
+    s.premise.retain(|m, _| s.modes.contains(m));
+    for m in s.modes.clone() {
+        if let Some(base) = m.mutant().map(|x| x.base()) {
+            if let (false, Some(e)) = (s.expect.contains_key(&m), written.get(&base).cloned()) {
+                s.expect.insert(m, e);
+            }
+            if let (false, Some(p)) = (s.premise.contains_key(&m), premises.get(&base).cloned()) {
+                s.premise.insert(m, p);
+            }
         }
     }
     if let Some(jar) = &args.connector_jar {
@@ -176,6 +196,27 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
         schedule,
         policy,
     })
+}
+
+/// The error for a mode name that is neither a mode nor a mutant.
+pub fn unknown_mode(flag: &str, name: &str) -> String {
+    format!(
+        "{flag} {name}: unknown mode; known modes: {}; mutants: {}",
+        SinkMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
+        Mutant::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// Adds each of `mutants` whose base mode the scenario runs, after the
+/// scenario's own modes (the mutant runs on the same cluster, under the
+/// same faults, with its base's expectation).
+pub fn add_mutants(s: &mut Scenario, mutants: &[Mutant]) {
+    for m in mutants {
+        let mode = SinkMode::Mutant(*m);
+        if s.modes.contains(&m.base()) && !s.modes.contains(&mode) {
+            s.modes.push(mode);
+        }
+    }
 }
 
 /// Where [`execute`]'s progress lines go instead of stderr.
@@ -247,6 +288,11 @@ pub async fn execute(plan: &Plan) -> Result<Summary, RunError> {
 /// (else on a fresh one, the summary saying why); with `keep`, the cluster
 /// is handed back instead of torn down, for the next run with that spec.
 pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Result<Summary, RunError>, Option<Warm>) {
+    // What the run is, on disk before any cluster: a run whose cluster never
+    // starts still says which scenario and schedule it was.
+    if let Err(e) = write_plan(plan) {
+        return (Err(RunError::Failed(e)), warm);
+    }
     let key = reuse::cluster_key(plan);
     let t0 = Instant::now();
     let (warm, mut used) = match take_warm(warm, key.as_ref()).await {
@@ -277,6 +323,19 @@ pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Resul
             (result, None)
         }
     }
+}
+
+/// `scenario.yaml` (resolved: the faults the seed drew, no schedule) and `schedule.json`.
+fn write_plan(plan: &Plan) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&plan.dir).with_context(|| format!("creating {}", plan.dir.display()))?;
+    let yaml = serde_saphyr::to_string(&plan.scenario).context("rendering the resolved scenario")?;
+    std::fs::write(
+        plan.dir.join("scenario.yaml"),
+        format!("# resolved from {} (run {}, seed {})\n{yaml}", plan.source.display(), plan.run_id, plan.seed),
+    )
+    .context("writing scenario.yaml")?;
+    crate::scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
+    Ok(())
 }
 
 /// The offered cluster if it fits this run, or why not (and the cluster to tear down).
@@ -313,14 +372,6 @@ async fn execute_on(
     used: ClusterUse,
 ) -> Result<Summary, RunError> {
     let s = &plan.scenario;
-    std::fs::create_dir_all(&plan.dir).with_context(|| format!("creating {}", plan.dir.display()))?;
-    let yaml = serde_saphyr::to_string(s).context("rendering the resolved scenario")?;
-    std::fs::write(
-        plan.dir.join("scenario.yaml"),
-        format!("# resolved from {} (run {}, seed {})\n{yaml}", plan.source.display(), plan.run_id, plan.seed),
-    )
-    .context("writing scenario.yaml")?;
-    crate::scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
 
     let started = crate::utc::Utc::from_unix(crate::utc::now_ms().saturating_sub(start_ms) / 1000).rfc3339();
     let t0 = Instant::now() - Duration::from_millis(start_ms);
@@ -342,8 +393,10 @@ async fn execute_on(
         ));
     }
     let mut modes = Vec::new();
+    // Each mode's premises as held, for the mutants judged beside their base.
+    let mut held = std::collections::BTreeMap::new();
     for group in groups {
-        modes.extend(run_group(plan, &mut *cluster, &group, &mut times).await);
+        modes.extend(run_group(plan, &mut *cluster, &group, &mut times, &mut held).await);
     }
     let mode_dirs: Vec<PathBuf> = s.modes.iter().map(|m| plan.mode_dir(*m)).collect();
     if let Err(e) = latency::write_run_log(&plan.dir, &mode_dirs) {
@@ -506,5 +559,41 @@ mod tests {
         assert_eq!(broker_config(&p.scenario)["transaction.two.phase.commit.enable"], "false");
         // 5000 ms timeout + 2 × 500 ms scans + 5 s
         assert_eq!(drain_timeout(&p.scenario), Duration::from_millis(15_000));
+    }
+
+    #[test]
+    fn a_named_mutant_runs_with_its_base_expectation() {
+        let mut a = args("flip319-long-outage.yaml");
+        a.modes = vec!["twopc-inject".into(), "legacy~restore-off-by-one".into()];
+        let p = plan(&a, 1_787_400_000).unwrap();
+        let m = SinkMode::Mutant(Mutant::RestoreOffByOne);
+        assert_eq!(p.scenario.modes, vec![SinkMode::TwopcInject, m]);
+        // Its base (legacy) is not run, but its expectation is the mutant's.
+        assert_eq!(
+            p.scenario.expect.get(&m),
+            Some(&scenario::Expectation::Counts(
+                [(scenario::CountName::Lost, scenario::Condition::Expr(">0".into()))].into()
+            ))
+        );
+        assert_eq!(p.topic(m), "sinkhole-flip319-long-outage-20260822T120000-7-legacy.restore-off-by-one");
+        assert!(!p.tid_prefix(m).contains('~'));
+        assert_eq!(p.mode_dir(m).file_name().unwrap(), "legacy~restore-off-by-one");
+
+        // --mutants adds every mutant whose base the scenario runs, after its own modes.
+        let mut a = args("kafka-6119.yaml");
+        a.mutants = Mutant::ALL.to_vec();
+        let p = plan(&a, 0).unwrap();
+        assert_eq!(&p.scenario.modes[..2], &[SinkMode::Legacy, SinkMode::TwopcInject]);
+        assert_eq!(p.scenario.modes.len(), 2 + Mutant::ALL.len(), "{:?}", p.scenario.modes);
+        for m in &p.scenario.modes[2..] {
+            assert_eq!(p.scenario.expect.get(m), p.scenario.expect.get(&m.base()), "{m}");
+        }
+        let mut a = args("kill-restore.yaml");
+        a.modes = vec!["at-least-once".into()];
+        a.mutants = Mutant::ALL.to_vec();
+        assert_eq!(plan(&a, 0).unwrap().scenario.modes, vec![SinkMode::AtLeastOnce], "no base, no mutant");
+        a.modes = vec!["legacy~flink".into()];
+        let Err(RunError::BadInput(e)) = plan(&a, 0) else { panic!("unknown mutant accepted") };
+        assert!(e.to_string().contains("mutants: legacy~assume-committed"), "{e}");
     }
 }

@@ -18,14 +18,17 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::cluster::Cluster;
+use crate::history::observation::Observation;
 use crate::history::{self, ModeOutcome};
 pub use crate::nemesis::Lead;
 use crate::nemesis::{self, Member, Nemesis};
+use crate::observer;
+use crate::scenario::premise::Premises;
 use crate::scenario::{FaultSpec, Scenario};
 use crate::subject::any::AnySubject;
 use crate::subject::flink::{self, FlinkConfig};
 use crate::subject::rig_job::{self, JobConfig, Launcher, ProcessLauncher};
-use crate::subject::{JobReport, Notice};
+use crate::subject::{JobEvent, JobReport, Notice};
 
 #[cfg(test)]
 mod tests;
@@ -88,7 +91,11 @@ pub async fn run_jobs<L: Launcher + 'static, B: Cluster + ?Sized>(
     cluster: &mut B,
 ) -> Vec<anyhow::Result<ModeOutcome>> {
     let (bootstrap_tx, _) = watch::channel(cluster.client_bootstrap());
-    let started = jobs.into_iter().map(|(cfg, launcher)| start_job(cfg, launcher, &bootstrap_tx)).collect();
+    let brokers = cluster.bootstrap_list();
+    let started = jobs
+        .into_iter()
+        .map(|(cfg, launcher)| start_job(cfg, launcher, &bootstrap_tx, Looks::default(), brokers.clone()))
+        .collect();
     side_by_side(started, faults, lead, cluster, bootstrap_tx).await
 }
 
@@ -103,12 +110,37 @@ pub async fn run_job<L: Launcher + 'static, B: Cluster + ?Sized>(
 }
 
 /// A subject that is running: the nemesis' handle on it, its notices, its
-/// end, and the history it writes.
+/// end, the history it writes, and the observer beside it (rig jobs).
 struct Started {
     member: Member<AnySubject>,
     notices: mpsc::UnboundedReceiver<Notice>,
     done: JoinHandle<anyhow::Result<JobReport>>,
     path: PathBuf,
+    observer: Option<JoinHandle<Vec<Observation>>>,
+}
+
+/// What the observer looks at besides lingering transactions.
+#[derive(Debug, Clone, Default)]
+pub struct Looks {
+    pub premises: Premises,
+    pub abort_scan_ms: u64,
+}
+
+/// Every notice to the nemesis, and a copy of its event to the observer.
+fn tee(
+    mut notices: mpsc::UnboundedReceiver<Notice>,
+) -> (mpsc::UnboundedReceiver<Notice>, mpsc::UnboundedReceiver<(Instant, JobEvent)>) {
+    let (to_nemesis, nemesis_rx) = mpsc::unbounded_channel();
+    let (to_observer, observer_rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(n) = notices.recv().await {
+            let _ = to_observer.send((n.at, n.event.clone()));
+            if to_nemesis.send(n).is_err() {
+                break;
+            }
+        }
+    });
+    (nemesis_rx, observer_rx)
 }
 
 fn history_in(dir: &std::path::Path, mode: SinkMode) -> anyhow::Result<(history::Writer, PathBuf)> {
@@ -167,23 +199,39 @@ fn start_rig(
         sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| cluster.sink_listener()),
         share: share_input(run.scenario, &run.topic),
     };
-    start_job(job, ProcessLauncher::new(run.sinkhole_bin.clone()), bootstrap)
+    let premises = run.scenario.premise.get(&run.mode).cloned().unwrap_or_default();
+    let looks = Looks { premises, abort_scan_ms: crate::scenario::abort_scan_ms(run.scenario) };
+    start_job(job, ProcessLauncher::new(run.sinkhole_bin.clone()), bootstrap, looks, cluster.bootstrap_list())
 }
 
+/// The rig's job of `cfg`, with the observer (`looks`, asking `brokers`) beside it.
 fn start_job<L: Launcher + 'static>(
     cfg: JobConfig,
     launcher: L,
     bootstrap: &watch::Sender<Vec<String>>,
+    looks: Looks,
+    brokers: Vec<String>,
 ) -> anyhow::Result<Started> {
     let (history, path) = history_in(&cfg.dir, cfg.mode)?;
     let group = cfg.share.as_ref().map(|s| s.group_id.clone());
     let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress, group);
+    let ocfg = observer::Config {
+        mode: cfg.mode,
+        checkpoints: looks.premises.checkpoints(),
+        transaction_timeout_ms: u64::try_from(cfg.job.transaction_timeout_ms).unwrap_or(0),
+        abort_scan_ms: looks.abort_scan_ms,
+        bootstrap: brokers,
+    };
     let running = rig_job::start(cfg, launcher, history.clone(), bootstrap.subscribe())?;
+    // The observer reads a copy of every notice; the nemesis gets the notices themselves (their holds).
+    let (notices, copies) = tee(running.notices);
+    let observer = tokio::spawn(observer::run(ocfg, running.handle.clone(), history.clone(), copies));
     Ok(Started {
         member: Member { subject: AnySubject::Rig(running.handle), history, cfg: ncfg },
-        notices: running.notices,
+        notices,
         done: running.done,
         path,
+        observer: Some(observer),
     })
 }
 
@@ -224,6 +272,7 @@ async fn start_flink(run: &ModeRun<'_>, bootstrap: Vec<String>) -> anyhow::Resul
         notices: running.notices,
         done: running.done,
         path,
+        observer: None,
     })
 }
 
@@ -239,7 +288,7 @@ async fn side_by_side<B: Cluster + ?Sized>(
 ) -> Vec<anyhow::Result<ModeOutcome>> {
     let mut out: Vec<Option<anyhow::Result<ModeOutcome>>> = Vec::with_capacity(started.len());
     // Of the ones that started: their index in `out`, and their parts.
-    let (mut slots, mut members, mut dones, mut paths) = (vec![], vec![], vec![], vec![]);
+    let (mut slots, mut members, mut dones, mut paths, mut observers) = (vec![], vec![], vec![], vec![], vec![]);
     let (notice_tx, notices) = mpsc::unbounded_channel::<(usize, Notice)>();
     for (i, s) in started.into_iter().enumerate() {
         match s {
@@ -259,6 +308,7 @@ async fn side_by_side<B: Cluster + ?Sized>(
                 members.push(s.member);
                 dones.push(s.done);
                 paths.push(s.path);
+                observers.push(s.observer);
                 out.push(None);
             }
             Err(e) => out.push(Some(Err(e))),
@@ -277,14 +327,18 @@ async fn side_by_side<B: Cluster + ?Sized>(
     let nemesis = Nemesis::new(faults, members, lead, cluster, bootstrap);
     match nemesis.run(notices).await {
         Ok(records) => {
-            for (((i, done), path), faults) in slots.into_iter().zip(dones).zip(paths).zip(records) {
-                out[i] = Some(outcome(done, path, faults).await);
+            let parts = slots.into_iter().zip(dones).zip(paths).zip(records).zip(observers);
+            for ((((i, done), path), faults), observer) in parts {
+                out[i] = Some(outcome(done, path, faults, observer).await);
             }
         }
         Err(e) => {
             // Nothing may outlive the runner: each job's task owns its workers.
-            for (i, done) in slots.into_iter().zip(dones) {
+            for ((i, done), observer) in slots.into_iter().zip(dones).zip(observers) {
                 done.abort();
+                if let Some(o) = observer {
+                    o.abort();
+                }
                 let _ = done.await;
                 out[i] = Some(Err(anyhow!("the nemesis failed: {e:#}")));
             }
@@ -297,8 +351,13 @@ async fn outcome(
     done: JoinHandle<anyhow::Result<JobReport>>,
     path: PathBuf,
     faults: Vec<crate::history::fault::FaultRecord>,
+    observer: Option<JoinHandle<Vec<Observation>>>,
 ) -> anyhow::Result<ModeOutcome> {
     let report = done.await.context("the job's task")??;
+    // Its last look is due at most a transaction timeout and a scan after the last checkpoint.
+    if let Some(o) = observer {
+        o.await.context("the observer's task")?;
+    }
     Ok(ModeOutcome {
         job: report.job,
         attempts: report.attempts,

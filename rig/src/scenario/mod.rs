@@ -18,12 +18,14 @@ use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::{Partitioning, SinkMode};
 
 pub mod broker_config;
+pub mod expect_by;
 pub mod fault;
 mod fault_serde;
 mod fields;
 pub mod flink;
 pub mod load;
 mod located;
+pub mod premise;
 pub mod schedule;
 pub mod source;
 mod validate;
@@ -76,6 +78,14 @@ pub struct Scenario {
     /// The Flink cluster of the `flink-kafkasink` mode (defaults when the mode runs without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flink: Option<FlinkSpec>,
+    /// Expectations for some Kafka versions or transaction protocols only
+    /// (known Kafka bugs), replacing `expect`'s there (`expect_by`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect_by: Vec<expect_by::ExpectWhen>,
+    /// Per mode, the effects its expectation rests on, which the rig observes
+    /// (`premise`): an unmet premise makes the verdict inconclusive.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub premise: BTreeMap<SinkMode, premise::Premises>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -320,6 +330,8 @@ pub enum CountName {
     /// Share-group source: input records the group archived (the delivery
     /// limit), by its own persisted state at the end.
     Archived,
+    /// A transaction an earlier attempt left open, still open after a restore.
+    Lingering,
 }
 
 /// A condition on a count: `0`, `">0"`, `">=5"`, `"<10"`, `"==3"`.
@@ -440,6 +452,17 @@ pub fn txn_max_timeout_ms(s: &Scenario) -> Result<i64, String> {
     }
 }
 
+/// How often the broker looks for transactions past their timeout: the
+/// scenario's `transaction.abort.timed.out.transaction.cleanup.interval.ms`,
+/// else Kafka's default.
+pub fn abort_scan_ms(s: &Scenario) -> u64 {
+    s.cluster
+        .broker_config
+        .get("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+        .and_then(|v| v.to_string().trim().parse::<u64>().ok())
+        .unwrap_or(premise::DEFAULT_ABORT_SCAN_MS)
+}
+
 /// The YAML name of a count.
 pub fn count_key(c: CountName) -> &'static str {
     match c {
@@ -451,6 +474,7 @@ pub fn count_key(c: CountName) -> &'static str {
         CountName::TornTransaction => "torn-transaction",
         CountName::Redelivered => "redelivered",
         CountName::Archived => "archived",
+        CountName::Lingering => "lingering",
     }
 }
 

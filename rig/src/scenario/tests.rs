@@ -381,3 +381,136 @@ fn excerpt_points_at_the_column() {
     assert!(load::excerpt("a", 3, 1).is_none());
     assert!(load::excerpt("a", 0, 1).is_none());
 }
+
+/// [`with_faults`] with a pause and `premise` lines after it (its first mode is line 16).
+fn with_premise(premise: &str) -> String {
+    format!(
+        "{}premise:\n{premise}\n",
+        with_faults("  - {name: freeze, kind: pause-workers, target: [0], when: {at_ms: 1}, duration_ms: 8000}")
+    )
+}
+
+#[test]
+fn premises_parse_and_their_problems_are_located() {
+    let s = from_str(
+        &with_premise("  legacy: {timeout_abort: {checkpoint: 3}, outlives_timeout: {fault: freeze}}"),
+        "t.yaml",
+    )
+    .unwrap();
+    let p = &s.premise[&SinkMode::Legacy];
+    assert_eq!(
+        p.list().iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        ["timeout_abort {checkpoint: 3}", "outlives_timeout {fault: freeze}"]
+    );
+    // A resolved scenario writes it back the same; one without premises writes none.
+    let yaml = serde_saphyr::to_string(&s).unwrap();
+    assert_eq!(from_str(&yaml, "r.yaml").unwrap(), s);
+    assert!(!serde_saphyr::to_string(&from_str(&with_faults("  []"), "t.yaml").unwrap()).unwrap().contains("premise"));
+
+    one(&with_premise("  kip939: {timeout_abort: {checkpoint: 3}}"), 16, "premise.kip939", "not in modes [legacy]");
+    one(&with_premise("  legacy: {}"), 16, "premise.legacy", "name a premise");
+    one(
+        &with_premise("  legacy: {timeout_abort: {checkpoint: 3, fault: freeze}}"),
+        16,
+        "premise.legacy.timeout_abort",
+        "exactly one of",
+    );
+    one(
+        &with_premise("  legacy: {timeout_abort: {checkpoint: 0}}"),
+        16,
+        "premise.legacy.timeout_abort.checkpoint",
+        "≥ 1",
+    );
+    one(
+        &with_premise("  legacy: {timeout_abort: {fault: thaw}}"),
+        16,
+        "premise.legacy.timeout_abort.fault",
+        "no fault named \"thaw\"",
+    );
+    // Unknown premises and fields are parse errors at their line.
+    one_parse(
+        &with_premise("  legacy: {timeout_commit: {checkpoint: 3}}"),
+        16,
+        "premise.legacy.timeout_commit",
+        "unknown field",
+    );
+    // A fault's premise needs a pause long enough to be looked at.
+    let short = format!(
+        "{}premise:\n  legacy: {{timeout_abort: {{fault: freeze}}}}\n",
+        with_faults("  - {name: freeze, kind: pause-workers, target: [0], when: {at_ms: 1}, duration_ms: 6000}")
+    );
+    one(&short, 16, "premise.legacy.timeout_abort.fault", "the transaction timeout + 1.5 s");
+    let kill = format!(
+        "{}premise:\n  legacy: {{timeout_abort: {{fault: boom}}}}\n",
+        with_faults("  - {name: boom, kind: kill-workers, when: {at_ms: 1}}")
+    );
+    one(&kill, 16, "premise.legacy.timeout_abort.fault", "only the transactions a pause-workers fault freezes");
+}
+
+/// Lines 1–14 are `with_faults`; `expect` at 15–16, `expect_by` from 17, its entries from 18.
+fn with_expect_by(entries: &str) -> String {
+    format!("{}expect:\n  legacy: clean\nexpect_by:\n{entries}\n", with_faults("  []"))
+}
+
+#[test]
+fn expectations_by_version_and_protocol_resolve_for_the_run() {
+    use super::expect_by::{resolve, version_matches};
+    let text = with_expect_by(
+        "  - {kafka: \"<4.0.1\", bug: KAFKA-19367, expect: {legacy: {lost: \">0\"}}}\n  - {protocol: v1, expect: {legacy: job-failed}}",
+    );
+    let s = from_str(&text, "t.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(s.expect_by.len(), 2);
+    let on = |kafka: &str, v1: bool| {
+        let mut r = s.clone();
+        r.cluster.kafka = kafka.into();
+        r.job.force_transactions_v1 = v1;
+        let notes = resolve(&mut r);
+        assert!(r.expect_by.is_empty(), "resolved once");
+        (r.expect[&SinkMode::Legacy].clone(), notes)
+    };
+    let lost = Expectation::Counts([(CountName::Lost, Condition::Expr(">0".into()))].into());
+    let (e, notes) = on("4.0.0", false);
+    assert_eq!(e, lost);
+    assert_eq!(notes, ["legacy: expecting {lost:>0} on Kafka 4.0.0, Transactions V2 (KAFKA-19367)"]);
+    // The first entry that matches wins; the fixed release keeps `expect`.
+    assert_eq!(on("4.0.0", true).0, lost);
+    assert_eq!(on("4.4.0", true).0, Expectation::Word(ExpectWord::JobFailed));
+    let (e, notes) = on("4.0.2", false);
+    assert_eq!((e, notes.len()), (Expectation::Word(ExpectWord::Clean), 0));
+    // Before 4.0.0 the protocol is V1 whatever the job says.
+    assert_eq!(on("3.9.1", false).0, lost, "<4.0.1 first");
+    // A resolved scenario has none left to write; an unresolved one writes them back.
+    assert_eq!(from_str(&serde_saphyr::to_string(&s).unwrap(), "r.yaml").unwrap(), s);
+    for (req, v, want) in [
+        ("4.0.0", "4.0.0", true),
+        ("4.0", "4.0.0", true),
+        ("<4.0.1", "4.0.1", false),
+        (">=4.0.1", "4.0.10", true),
+        (">=4.0.0,<4.1.0", "4.1.0", false),
+        ("> 3.9", "4.0.0", true),
+        ("<=4.0.2", "4.0.2", true),
+    ] {
+        assert_eq!(version_matches(req, v), Ok(want), "{req} {v}");
+    }
+    assert!(version_matches("~4.0", "4.0.0").is_err());
+}
+
+#[test]
+fn expectations_by_version_are_checked_where_they_are_written() {
+    one(&with_expect_by("  - {expect: {legacy: clean}}"), 18, "expect_by[0]", "name the versions");
+    one(&with_expect_by("  - {kafka: \"~4.0\", expect: {legacy: clean}}"), 18, "expect_by[0].kafka", "not a version");
+    one(&with_expect_by("  - {protocol: v2, expect: {}}"), 18, "expect_by[0].expect", "at least one mode");
+    one(
+        &with_expect_by("  - protocol: v1\n    expect: {kip939: clean}"),
+        19,
+        "expect_by[0].expect.kip939",
+        "not in modes [legacy]",
+    );
+    one(
+        &with_expect_by("  - {kafka: \"4.0.0\", expect: {legacy: clean}}\n  - {kafka: \"4.0.0\", expect: {legacy: {lost: \"lots\"}}}"),
+        19,
+        "expect_by[1].expect.legacy.lost",
+        "",
+    );
+    one_parse(&with_expect_by("  - {protocol: v3, expect: {legacy: clean}}"), 18, "expect_by[0].protocol", "v3");
+}

@@ -387,7 +387,7 @@ pub fn diff(root: &Path, a: &Path, b: &Path) -> String {
         let counted =
             |r: &Option<crate::results::summary::ModeSummary>| r.as_ref().filter(|m| m.checked).map(|m| m.counts);
         let (ca, cb) = (counted(&ra), counted(&rb));
-        let counts: [(&str, CountOf); 9] = [
+        let counts: [(&str, CountOf); 10] = [
             ("expected", |c| c.expected),
             ("committed", |c| c.committed),
             ("lost", |c| c.lost),
@@ -397,6 +397,7 @@ pub fn diff(root: &Path, a: &Path, b: &Path) -> String {
             ("aborted_read", |c| c.aborted_read),
             ("torn_transaction", |c| c.torn_transaction),
             ("uncommitted_tail", |c| c.uncommitted_tail),
+            ("lingering", |c| c.lingering),
         ];
         for (k, f) in counts {
             num_row(&mut h, k, ca.as_ref().map(f), cb.as_ref().map(f));

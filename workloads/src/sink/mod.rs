@@ -15,7 +15,9 @@
 //! - [`rdkafka_txn`]: librdkafka's transactional producer committing at the
 //!   checkpoint itself (negative control);
 //! - [`at_least_once`]: librdkafka's idempotent producer, flushed at the
-//!   checkpoint (negative control).
+//!   checkpoint (negative control);
+//! - [`mutants`]: the one decision each mutant makes differently, consulted
+//!   by the two-phase sink and the worker.
 use std::future::Future;
 
 use crate::model::{CommitOutcome, Committable, EventKind, SinkMode, WorkerConfig};
@@ -24,6 +26,7 @@ use crate::source::Record;
 use crate::wire::{KafkaCode, WireError};
 
 pub mod at_least_once;
+pub mod mutants;
 pub mod naming;
 mod rdkafka_common;
 pub mod rdkafka_txn;
@@ -112,7 +115,8 @@ pub enum AnySink {
 impl AnySink {
     /// The sink of `config.mode`. Nothing is sent to the cluster yet.
     pub fn new(config: &WorkerConfig) -> Result<AnySink, SinkError> {
-        Ok(match config.mode {
+        // A mutant runs on its base mode's sink, which consults `mutants`.
+        Ok(match config.mode.base() {
             SinkMode::Legacy | SinkMode::Kip939 | SinkMode::TwopcInject => {
                 AnySink::TwoPhase(Box::new(TwoPhaseSink::new(config)))
             }
@@ -123,6 +127,7 @@ impl AnySink {
                     "flink-kafkasink runs on a Flink cluster, never in a sinkhole worker".into(),
                 ))
             }
+            SinkMode::Mutant(m) => unreachable!("{m:?}: a base mode is faithful"),
         })
     }
 }

@@ -14,13 +14,14 @@ use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
 
+use super::mutants;
 use super::naming::{self, LingeringProbe, ProbeResult};
 use super::{
     classify_commit_error, drop_meaning, error_text, latency_samples, CommitErrorClass, Precommitted, Sink, SinkError,
     COMMIT_ATTEMPTS,
 };
 use crate::model::{
-    metric, CommitOutcome, Committable, EventKind, PartitionRegistration, SinkMode, TxnProtocol, WorkerConfig,
+    metric, CommitOutcome, Committable, EventKind, Mutant, PartitionRegistration, SinkMode, TxnProtocol, WorkerConfig,
 };
 use crate::producer::{InitInfo, InitOptions, ProducerConfig, ProducerError, TxnProducer};
 use crate::source::Record;
@@ -37,7 +38,10 @@ struct OpenTxn {
 }
 
 pub struct TwoPhaseSink {
+    /// The faithful mode (a mutant's base).
     mode: SinkMode,
+    /// The deviation, for a mutant (`sink::mutants`).
+    mutant: Option<Mutant>,
     cfg: WorkerConfig,
     open: Option<OpenTxn>,
     /// The last checkpoint offset whose id was initialised, to fill gaps
@@ -49,19 +53,24 @@ pub struct TwoPhaseSink {
     events: Vec<EventKind>,
     /// Requests and retries of every producer since the last barrier.
     counts: RequestCounts,
+    /// `legacy~reuse-tid-no-fence`: the recovery producer of the last
+    /// restored committable it committed, kept for the first transaction.
+    recovered: Option<(String, TxnProducer)>,
 }
 
 impl TwoPhaseSink {
     pub fn new(cfg: &WorkerConfig) -> TwoPhaseSink {
         assert!(cfg.mode.two_phase(), "TwoPhaseSink runs legacy, kip939 and twopc-inject, not {}", cfg.mode);
         TwoPhaseSink {
-            mode: cfg.mode,
+            mode: cfg.mode.base(),
+            mutant: cfg.mode.mutant(),
             cfg: cfg.clone(),
             open: None,
             last_initialised: None,
             live: BTreeMap::new(),
             events: Vec::new(),
             counts: RequestCounts::default(),
+            recovered: None,
         }
     }
 
@@ -81,10 +90,8 @@ impl TwoPhaseSink {
 
     /// The InitProducerId flavour of the mode when opening (and probing).
     fn init_options(&self) -> InitOptions {
-        match self.mode {
-            SinkMode::Legacy => InitOptions::default(),
-            _ => InitOptions { enable_2pc: true, keep_prepared_txn: false },
-        }
+        let enable_2pc = mutants::enable_2pc(self.mutant, self.mode != SinkMode::Legacy);
+        InitOptions { enable_2pc, keep_prepared_txn: false }
     }
 
     async fn connect(&self, tid: &str) -> Result<TxnProducer, SinkError> {
@@ -146,6 +153,9 @@ impl TwoPhaseSink {
         };
         let result = self.recovery_commit_with(&mut p, c).await;
         self.counts.merge(p.take_request_counts());
+        if result.is_ok() && mutants::reuses_recovery_producer(self.mutant) {
+            self.recovered = Some((tid.to_string(), p));
+        }
         result
     }
 
@@ -235,6 +245,10 @@ fn max_latency(samples: &[u64]) -> Option<u64> {
 
 impl Sink for TwoPhaseSink {
     async fn restore(&mut self, restored: Option<u64>, committables: &[Committable]) -> Result<(), SinkError> {
+        if !mutants::aborts_lingering(self.mutant) {
+            // legacy~skip-lingering-abort (`sink::mutants`).
+            return Ok(());
+        }
         // Flink's `TransactionAbortStrategyImpl` PROBING: initialise ids
         // restored+1, +2, … of this subtask; an InitProducerId fences the
         // previous incarnation and aborts what was ongoing (or prepared,
@@ -268,6 +282,16 @@ impl Sink for TwoPhaseSink {
         // `txn-begin`: from here to the transaction begun, InitProducerId of
         // the fresh id (and of any gap) included.
         let started = Instant::now();
+        if let Some((tid, mut producer)) = self.recovered.take() {
+            // legacy~reuse-tid-no-fence (`sink::mutants`): the recovery
+            // producer goes on writing under the restored committable's id,
+            // with the producer id and epoch it injected; no InitProducerId.
+            producer.begin().map_err(|e| SinkError::failed(&format!("beginning the transaction of {tid}"), e))?;
+            self.last_initialised = Some(checkpoint);
+            self.events.push(EventKind::TxnOpened { transactional_id: tid.clone(), checkpoint });
+            self.open = Some(OpenTxn { checkpoint, tid, producer, records: 0, first_seq: None, last_seq: None });
+            return Ok(());
+        }
         // Fill gaps with initialised empty transactions, so a later probe
         // does not stop short of ids that were used after the gap.
         if let Some(last) = self.last_initialised {
@@ -402,18 +426,33 @@ impl Sink for TwoPhaseSink {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = match live.as_mut() {
-                Some(p) => {
-                    let r = p.commit(None).await;
-                    self.counts.merge(p.take_request_counts());
-                    r
+            let wait = mutants::commit_wait(self.mutant, self.producer_config(&c.transactional_id).request_timeout);
+            let attempt_commit = async {
+                match live.as_mut() {
+                    Some(p) => {
+                        let r = p.commit(None).await;
+                        self.counts.merge(p.take_request_counts());
+                        r
+                    }
+                    None => self.recovery_commit(c).await,
                 }
-                None => self.recovery_commit(c).await,
+            };
+            let result = match wait {
+                // A mutant that stops waiting (`sink::mutants::commit_wait`).
+                Some(d) => {
+                    tokio::time::timeout(d, attempt_commit).await.unwrap_or_else(|_| Err(mutants::commit_timed_out(d)))
+                }
+                None => attempt_commit.await,
             };
             let err = match result {
                 Ok(()) => return CommitOutcome::Committed,
                 Err(e) => e,
             };
+            if let Some(outcome) = mutants::on_commit_error(self.mutant, &err) {
+                // legacy~assume-committed, legacy~discard-retriable (`sink::mutants`).
+                warn!(tid = c.transactional_id, error = %err, ?outcome, "mutant: commit error taken as {outcome:?}");
+                return outcome;
+            }
             match classify_commit_error(&err) {
                 CommitErrorClass::Drop => {
                     // Flink's `KafkaCommitter`: logged, the committable is

@@ -31,6 +31,7 @@ pub(super) fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
                 ("aborted-read", c.aborted_read),
                 ("torn-transaction", c.torn_transaction),
                 ("uncommitted-tail", c.uncommitted_tail.max(v.uncommitted_tail.len() as u64)),
+                ("lingering", c.lingering),
             ];
             // Share-group source only: evidence, not anomalies of the output.
             let evidence: Vec<(&str, u64)> = match &v.share {
@@ -63,6 +64,7 @@ pub(super) fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
                 ("nonmonotonic", &e.nonmonotonic, c.nonmonotonic),
                 ("aborted-read", &e.aborted_read, c.aborted_read),
                 ("torn-transaction", &e.torn_transaction, c.torn_transaction),
+                ("lingering", &e.lingering, c.lingering),
             ] {
                 if list.is_empty() {
                     continue;
@@ -139,6 +141,17 @@ pub(super) fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
                 let _ = write!(out, "<br><small>{}</small>", esc(&line));
             }
             out.push_str("</td></tr>");
+        }
+        // What the expectation rests on, and what the rig saw of it.
+        for p in &v.premises {
+            let _ = write!(
+                out,
+                "<tr><th>premise {}</th><td class=\"premise {}\">{}<br><small>{}</small></td></tr>",
+                esc(&p.premise),
+                p.held.name(),
+                p.held.name(),
+                esc(&p.evidence)
+            );
         }
         out.push_str("</table>");
         out

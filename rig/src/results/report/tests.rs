@@ -177,6 +177,7 @@ fn results(tag: &str) -> PathBuf {
             run_id: "run-<1>",
             mode,
             expectation: Some(&expect),
+            premises: vec![],
             outcome: &outcome,
             report: Some(&report),
             kafka: "4.4.0",

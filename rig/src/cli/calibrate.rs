@@ -1,0 +1,28 @@
+//! `sinkhole calibrate`: the mutants through the scenario library, the
+//! detection matrix ([`sinkhole_rig::calibrate`]).
+use sinkhole_rig::calibrate::{self, CalibrateArgs};
+use sinkhole_rig::matrix::Seeds;
+use sinkhole_rig::results::exit;
+
+use super::args::CalibrateCmd;
+use super::{run_failure, Failure};
+
+pub async fn run(a: CalibrateCmd) -> Result<(), Failure> {
+    let CalibrateCmd { inputs, mutants, kafka, seeds, seed_count, seed, results, out, json } = a;
+    let seeds =
+        if seeds.is_empty() { Seeds::Count { n: seed_count.unwrap_or(1), base: seed } } else { Seeds::List(seeds) };
+    let args = CalibrateArgs { inputs, mutants, kafka, seeds, results, out, json };
+    let code = calibrate::run(args).await.map_err(run_failure)?;
+    match code {
+        exit::OK => Ok(()),
+        exit::FAILED => Err(Failure::Judged {
+            code,
+            message:
+                "the library has no power against a mutant (it escaped every scenario), or it flagged a faithful mode"
+                    .into(),
+        }),
+        _ => {
+            Err(Failure::Judged { code, message: "the rig itself failed in at least one cell (see the table)".into() })
+        }
+    }
+}

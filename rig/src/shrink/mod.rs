@@ -1,0 +1,323 @@
+//! `sinkhole shrink RUN_DIR`: a smaller schedule that fails the same way.
+//!
+//! A failing run of a random schedule usually carries faults that had
+//! nothing to do with the failure. Like Jepsen's and QuickCheck's shrinking,
+//! this searches ([`search`]) for a smaller fault list — one fault dropped,
+//! a duration halved, a trigger moved earlier — that still makes the same
+//! mode fail with the same anomaly kind (`lost`, `dup`, …, or the job's
+//! failure), one real run per candidate with the run's own seed (the proxy's
+//! random draws replay). The search is bounded by runs and by time and
+//! prints a line per run; the smallest list found is saved as a scenario
+//! (`<RUN_DIR>/shrink/minimal.yaml`, replayable with `sinkhole run … --seed`)
+//! with `shrink.json` beside it.
+pub mod search;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use serde::Serialize;
+use sinkhole_workloads::model::SinkMode;
+
+use crate::results::summary::{ModeSummary, Summary};
+use crate::run::{self, RunArgs, RunError};
+use crate::scenario::{self, FaultSpec, Scenario};
+use crate::verdict::Outcome;
+pub use search::{candidates, shrink_with, Candidate, Search, Stop};
+
+pub const DIR: &str = "shrink";
+pub const YAML_FILE: &str = "minimal.yaml";
+pub const JSON_FILE: &str = "shrink.json";
+
+/// The command line of `sinkhole shrink`.
+#[derive(Debug, Clone)]
+pub struct ShrinkArgs {
+    pub run_dir: PathBuf,
+    /// The failing mode to shrink for (default: the run's first failing mode).
+    pub mode: Option<String>,
+    pub max_runs: u32,
+    pub max_time: Duration,
+}
+
+/// The kinds of failure a mode's verdict shows: its anomalies (`lost`,
+/// `dup`, …, the names of the matrix's cells) and `job-failed`.
+pub fn failure_kinds(m: &ModeSummary) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if m.checked {
+        let c = &m.counts;
+        for (k, n) in [
+            ("lost", c.lost),
+            ("dup", c.duplicated),
+            ("unexpected", c.unexpected),
+            ("aborted-read", c.aborted_read),
+            ("torn", c.torn_transaction),
+            ("hanging", c.uncommitted_tail),
+            ("lingering", c.lingering),
+            ("nonmono", c.nonmonotonic),
+        ] {
+            if n > 0 {
+                out.push(k.to_string());
+            }
+        }
+    }
+    if m.reason.starts_with("the job failed") {
+        out.push("job-failed".to_string());
+    }
+    out
+}
+
+/// The failure a candidate must reproduce: the mode fails and shows the
+/// original's first failure kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    pub mode: SinkMode,
+    /// The first of the original's failure kinds.
+    pub kind: String,
+    /// The original's anomalies, for the record (`lost=1006 dup=3`).
+    pub original: String,
+}
+
+impl Target {
+    pub fn of(m: &ModeSummary) -> Result<Target, String> {
+        if m.outcome != Outcome::Fail {
+            return Err(format!("{} did not fail in this run ({}): nothing to shrink", m.mode, m.outcome.name()));
+        }
+        let kinds = failure_kinds(m);
+        let Some(kind) = kinds.first().cloned() else {
+            return Err(format!("{} failed without an anomaly or a job failure: {}", m.mode, m.reason));
+        };
+        Ok(Target { mode: m.mode, kind, original: detail(m) })
+    }
+
+    /// Whether a candidate's row fails the same way.
+    pub fn same(&self, m: &ModeSummary) -> bool {
+        m.mode == self.mode && m.outcome == Outcome::Fail && failure_kinds(m).contains(&self.kind)
+    }
+}
+
+fn detail(m: &ModeSummary) -> String {
+    let a = if m.checked { crate::matrix::anomalies(&m.counts) } else { String::new() };
+    if a.is_empty() {
+        m.reason.chars().take(120).collect()
+    } else {
+        a
+    }
+}
+
+/// The scenario of a candidate: the run's resolved scenario with only the
+/// target mode and the candidate's faults.
+pub fn candidate_scenario(base: &Scenario, mode: SinkMode, faults: &[FaultSpec]) -> Scenario {
+    let mut s = base.clone();
+    s.modes = vec![mode];
+    s.expect.retain(|m, _| *m == mode);
+    s.premise.retain(|m, _| *m == mode);
+    s.faults = faults.to_vec();
+    s.schedule = None;
+    s
+}
+
+/// A scenario file's text, with a header of comments.
+pub fn scenario_yaml(s: &Scenario, header: &[String]) -> anyhow::Result<String> {
+    let yaml = serde_saphyr::to_string(s).context("rendering the scenario")?;
+    let mut out = String::new();
+    for h in header {
+        out.push_str("# ");
+        out.push_str(h);
+        out.push('\n');
+    }
+    out.push_str(&yaml);
+    Ok(out)
+}
+
+/// One candidate run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Try {
+    pub step: String,
+    pub faults: usize,
+    pub outcome: Outcome,
+    pub detail: String,
+    pub same: bool,
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `shrink.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shrunk {
+    pub run_dir: PathBuf,
+    pub run_id: String,
+    pub scenario: String,
+    pub kafka: String,
+    pub seed: u64,
+    pub target: Target,
+    pub faults_before: usize,
+    pub faults_after: usize,
+    /// Candidate runs made.
+    pub runs: u32,
+    pub stop: Stop,
+    /// The steps that were kept, in order.
+    pub steps: Vec<String>,
+    pub tries: Vec<Try>,
+    pub minimal: PathBuf,
+    pub wall_ms: u64,
+}
+
+fn read_summary(dir: &Path) -> Result<Summary, RunError> {
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| RunError::BadInput(anyhow!("{}: {e} (not a run directory?)", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| RunError::BadInput(anyhow!("{}: {e}", path.display())))
+}
+
+fn progress(line: &str) {
+    eprintln!("shrink: {line}");
+}
+
+/// `sinkhole shrink`: the search with one run per candidate; returns the
+/// result (minimal.yaml and shrink.json written).
+pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
+    let t0 = Instant::now();
+    let summary = read_summary(&args.run_dir)?;
+    let row = match &args.mode {
+        Some(name) => {
+            let m =
+                SinkMode::parse(name).ok_or_else(|| RunError::BadInput(anyhow!(run::unknown_mode("--mode", name))))?;
+            summary
+                .modes
+                .iter()
+                .find(|r| r.mode == m)
+                .ok_or_else(|| RunError::BadInput(anyhow!("{m} did not run in {}", args.run_dir.display())))?
+        }
+        None => summary.modes.iter().find(|r| r.outcome == Outcome::Fail).ok_or_else(|| {
+            RunError::BadInput(anyhow!("no mode failed in {}: nothing to shrink", args.run_dir.display()))
+        })?,
+    };
+    let target = Target::of(row).map_err(|e| RunError::BadInput(anyhow!(e)))?;
+    let scenario_file = args.run_dir.join("scenario.yaml");
+    let base = scenario::load(&scenario_file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
+    let out = args.run_dir.join(DIR);
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let runs_dir = out.join("runs");
+    progress(&format!(
+        "{} in {} (seed {}): {} faults; target: {} fails with {} (was: {}); at most {} runs, {} s",
+        target.mode,
+        summary.run_id,
+        summary.seed,
+        base.faults.len(),
+        target.mode,
+        target.kind,
+        target.original,
+        args.max_runs,
+        args.max_time.as_secs()
+    ));
+    // The runs' own lines would drown the search's: they are in each run's directory.
+    run::set_progress_sink(Some(Box::new(|_| {})));
+    let mut search = Search::new(base.faults.clone(), args.max_runs);
+    let mut tries = Vec::new();
+    let mut stop = None;
+    while let Some(c) = search.next_candidate() {
+        if t0.elapsed() >= args.max_time {
+            stop = Some(Stop::Time);
+            break;
+        }
+        let n = search.runs + 1;
+        let file = out.join(format!("try-{n}.yaml"));
+        let s = candidate_scenario(&base, target.mode, &c.faults);
+        let header = vec![format!("shrink candidate {n} of run {}: {}", summary.run_id, c.step)];
+        std::fs::write(&file, scenario_yaml(&s, &header)?).with_context(|| format!("writing {}", file.display()))?;
+        let rargs = RunArgs { file, seed: Some(summary.seed), results: runs_dir.clone(), ..RunArgs::default() };
+        let t = match run::run_on(&rargs, None, None).await {
+            Ok(sum) => match sum.modes.iter().find(|m| m.mode == target.mode) {
+                Some(m) => Try {
+                    step: c.step.clone(),
+                    faults: c.faults.len(),
+                    outcome: m.outcome,
+                    detail: detail(m),
+                    same: target.same(m),
+                    dir: Some(sum.dir.clone()),
+                },
+                None => Try {
+                    step: c.step.clone(),
+                    faults: c.faults.len(),
+                    outcome: Outcome::Error,
+                    detail: "the mode did not run".into(),
+                    same: false,
+                    dir: Some(sum.dir.clone()),
+                },
+            },
+            // A candidate the rig could not run is no reproduction.
+            Err(e) => Try {
+                step: c.step.clone(),
+                faults: c.faults.len(),
+                outcome: Outcome::Error,
+                detail: match e {
+                    RunError::BadInput(e) | RunError::Failed(e) => format!("{e:#}").chars().take(160).collect(),
+                },
+                same: false,
+                dir: None,
+            },
+        };
+        let same = t.same;
+        search.report(c, same);
+        progress(&format!(
+            "run {}/{} [{} s] {} → {} {}{}; smallest so far: {} faults",
+            search.runs,
+            args.max_runs,
+            t0.elapsed().as_secs(),
+            t.step,
+            t.outcome.name(),
+            t.detail,
+            if same { " (same failure: kept)" } else { "" },
+            search.current().len()
+        ));
+        tries.push(t);
+    }
+    run::set_progress_sink(None);
+    let stop = stop.unwrap_or_else(|| search.stop());
+    let minimal = out.join(YAML_FILE);
+    let s = candidate_scenario(&base, target.mode, search.current());
+    let header = vec![
+        format!(
+            "shrunk by `sinkhole shrink` from run {} ({}, Kafka {}): {} of {} faults after {} runs ({}), still {} with {}",
+            summary.run_id,
+            summary.scenario,
+            summary.kafka,
+            search.current().len(),
+            base.faults.len(),
+            search.runs,
+            match stop {
+                Stop::Minimal => "no smaller candidate fails the same way",
+                Stop::Runs => "the run budget ran out",
+                Stop::Time => "the time budget ran out",
+            },
+            target.mode,
+            target.kind
+        ),
+        format!("replay: sinkhole run {} --seed {}", minimal.display(), summary.seed),
+        format!("seed: {}", summary.seed),
+    ];
+    let yaml = scenario_yaml(&s, &header)?;
+    std::fs::write(&minimal, &yaml).with_context(|| format!("writing {}", minimal.display()))?;
+    let result = Shrunk {
+        run_dir: args.run_dir.clone(),
+        run_id: summary.run_id.clone(),
+        scenario: summary.scenario.clone(),
+        kafka: summary.kafka.clone(),
+        seed: summary.seed,
+        target,
+        faults_before: base.faults.len(),
+        faults_after: search.current().len(),
+        runs: search.runs,
+        stop,
+        steps: search.accepted.clone(),
+        tries,
+        minimal,
+        wall_ms: t0.elapsed().as_millis() as u64,
+    };
+    std::fs::write(out.join(JSON_FILE), crate::provenance::to_json(&result)?).context("writing shrink.json")?;
+    print!("{yaml}");
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests;
