@@ -16,8 +16,9 @@ use sinkhole_workloads::wire::SaslPlain;
 
 use crate::checker::{self, CheckSpec, Expected};
 use crate::cluster::containers::{ContainersCluster, ContainersSpec};
+use crate::cluster::external::ExternalCluster;
 use crate::cluster::local::{LocalCluster, LocalSpec};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, ClusterError};
 use crate::history::{JobOutcome, ModeOutcome};
 use crate::install;
 use crate::latency;
@@ -45,6 +46,9 @@ pub struct RunArgs {
     pub connector_jar: Option<PathBuf>,
     /// `--sequential`: the modes one after another, as `sequential: true`.
     pub sequential: bool,
+    /// `--bootstrap`: an existing cluster (`backend: external`), instead of the scenario's
+    /// `cluster.external.bootstrap`.
+    pub bootstrap: Vec<String>,
 }
 
 /// Exit 2 (the input) or exit 3 (the rig failed: the cluster did not start, a file could not be written).
@@ -349,6 +353,27 @@ async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunError> {
             }
             Ok(Box::new(cluster))
         }
+        Backend::External => {
+            let spec = s.cluster.external.clone().unwrap_or_default();
+            if spec.bootstrap.is_empty() {
+                return Err(RunError::BadInput(anyhow!(
+                    "backend external needs the cluster's bootstrap: cluster.external.bootstrap or --bootstrap"
+                )));
+            }
+            if let Some(why) = s.faults.iter().find_map(|f| crate::cluster::external::unsupported_fault(f, &spec)) {
+                return Err(RunError::BadInput(anyhow!(why)));
+            }
+            if !s.cluster.broker_config.is_empty() {
+                progress("cluster.broker_config is not applied: the rig did not start this cluster");
+            }
+            progress(&format!("connecting to the external cluster at {} …", spec.bootstrap.join(",")));
+            let seed = s.needs_proxy().then_some(plan.seed);
+            let c = ExternalCluster::connect(spec, s.cluster.brokers, seed).await.map_err(|e| match e {
+                ClusterError::Unsupported(_) => RunError::BadInput(e.into()),
+                e => RunError::Failed(anyhow::Error::from(e).context("connecting to the external cluster")),
+            })?;
+            Ok(Box::new(c))
+        }
         Backend::Containers => {
             if s.cluster.authorizer.is_some() {
                 return Err(RunError::BadInput(anyhow!(
@@ -644,6 +669,16 @@ pub async fn run_on(args: &RunArgs, backend: Option<Backend>, image: Option<Stri
     }
     if image.is_some() {
         plan.scenario.cluster.image = image;
+    }
+    if !args.bootstrap.is_empty() {
+        plan.scenario.cluster.backend = Backend::External;
+        plan.scenario.cluster.external.get_or_insert_with(Default::default).bootstrap = args.bootstrap.clone();
+    }
+    if let Some(e) = &plan.scenario.cluster.external {
+        // The command line's bootstrap is checked as the file's would be.
+        if let Some((path, why)) = crate::scenario::external::problems(e, plan.scenario.cluster.brokers).first() {
+            return Err(RunError::BadInput(anyhow!("{path}: {why}")));
+        }
     }
     progress(&format!(
         "run {} (seed {}; replay with --seed {}), results in {}",

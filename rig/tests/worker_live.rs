@@ -139,6 +139,7 @@ impl Job {
             register_partitions: Default::default(),
             force_transactions_v1: false,
             sasl: None,
+            security: None,
         };
         Job { dir, base, workers: Vec::new(), next_checkpoint: 1, events: Vec::new(), last_acked: None, checkpoints: 0 }
     }

@@ -175,6 +175,10 @@ pub struct WorkerConfig {
     /// when the cluster runs an authorizer and the sink has its own principal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sasl: Option<crate::wire::SaslPlain>,
+    /// A real cluster's listener security (`cluster.external.security`): names and paths
+    /// only; the worker reads the password itself ([`crate::wire::security`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<crate::wire::security::Security>,
 }
 
 /// When a transaction's output partitions are registered with the

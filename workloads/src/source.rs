@@ -231,6 +231,7 @@ pub(crate) fn test_config(records: u64, rate: u64, partitions: u32, partitioning
         register_partitions: Default::default(),
         force_transactions_v1: false,
         sasl: None,
+        security: None,
     }
 }
 

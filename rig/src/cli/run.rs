@@ -19,10 +19,13 @@ pub async fn run(a: RunCmd) -> Result<(), Failure> {
         fail_on_inconclusive,
         connector_jar,
         sequential,
+        bootstrap,
     } = a;
-    let args = RunArgs { file, modes, kafka, seed, results, json, fail_on_inconclusive, connector_jar, sequential };
+    let args =
+        RunArgs { file, modes, kafka, seed, results, json, fail_on_inconclusive, connector_jar, sequential, bootstrap };
     let backend = backend.map(|b| match b.as_str() {
         "containers" => Backend::Containers,
+        "external" => Backend::External,
         _ => Backend::Local,
     });
     let summary = run::run_on(&args, backend, image).await.map_err(run_failure)?;

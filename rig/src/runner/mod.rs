@@ -151,6 +151,7 @@ fn start_rig(
         tid_prefix: run.tid_prefix.clone(),
         progress: run.progress,
         sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| cluster.sink_listener()),
+        security: cluster.security(),
     };
     start_job(job, ProcessLauncher::new(run.sinkhole_bin.clone()), bootstrap)
 }

@@ -411,6 +411,7 @@ async fn run_with<B: Cluster>(
         tid_prefix: format!("t-{name}"),
         progress: false,
         sink_listener: None,
+        security: None,
     };
     let outcome = tokio::time::timeout(Duration::from_secs(30), super::run_job(cfg, launcher, faults, brokers))
         .await
@@ -796,6 +797,7 @@ impl Cluster for FakeBrokers {
                 new_pid: slow.then_some(2),
                 ready: slow.then_some(true),
                 elapsed_ms: stop_ms + start_ms,
+                commands: vec![],
             })
         })
     }
@@ -1280,6 +1282,7 @@ async fn run_side_by_side<B: Cluster>(
             tid_prefix: format!("t-{name}-{mode}"),
             progress: false,
             sink_listener: None,
+            security: None,
         };
         jobs.push((cfg, launcher));
         all_configs.push(configs);

@@ -210,6 +210,23 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
             "an image is only used by the containers backend: add `backend: containers` or remove image".into(),
         );
     }
+    if let Some(e) = &c.external {
+        if c.backend != Backend::External {
+            bad(
+                vec![key("cluster"), key("external")],
+                "an external section is only used by the external backend: add `backend: external` or remove it".into(),
+            );
+        }
+        for (path, message) in super::external::validate(e, c.brokers) {
+            bad(path, message);
+        }
+    }
+    if c.backend == Backend::External && c.authorizer.is_some() {
+        bad(
+            vec![key("cluster"), key("authorizer")],
+            "the rig cannot set up an authorizer on a cluster it did not start: give the sink's credentials in cluster.external.security".into(),
+        );
+    }
     if c.proxy == Some(false) {
         for (i, f) in s.faults.iter().enumerate() {
             let k = f.kind.kind();

@@ -83,6 +83,7 @@ impl<L: Launcher> Coordinator<L> {
                 register_partitions,
                 force_transactions_v1: j.force_transactions_v1,
                 sasl: sasl.clone(),
+                security: self.cfg.security.clone(),
             };
             let config_path = self.cfg.dir.join("workers").join(format!("worker-{s}-attempt-{number}.json"));
             std::fs::write(&config_path, serde_json::to_vec_pretty(&config)?)

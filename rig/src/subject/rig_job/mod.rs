@@ -52,6 +52,8 @@ pub struct JobConfig {
     /// Workers bootstrap from this listener with its credentials instead of
     /// the cluster's bootstrap (ACL scenarios: the sink's own principal).
     pub sink_listener: Option<crate::cluster::SinkListener>,
+    /// A real cluster's listener security, by reference (the workers read the password).
+    pub security: Option<sinkhole_workloads::wire::security::Security>,
 }
 
 pub use super::JobReport;
