@@ -259,4 +259,24 @@ mod tests {
             ],
         );
     }
+
+    #[test]
+    fn a_file_s_problems_are_located_at_their_fields() {
+        let text = "name: ext\ncluster:\n  brokers: 3\n  backend: external\n  external:\n    bootstrap: [nohost]\n    \
+                    security: {protocol: SASL_SSL, mechanism: SCRAM-SHA-512, username: sink}\n    commands:\n      \
+                    kill: ssh {host} kill {nodeid}\n    nodes: {1: {host: a}, 2: {host: b}, 3: {host: c}}\n\
+                    topic: {partitions: 3, replication_factor: 3}\njob: {parallelism: 2, records_per_subtask: 10, rate_per_subtask: 10, \
+                    checkpoint_interval_ms: 1000, transaction_timeout_ms: 60000, restart_delay_ms: 500}\nmodes: [legacy]\n";
+        let e = crate::scenario::from_str(text, "ext.yaml").unwrap_err().to_string();
+        for want in [
+            "ext.yaml:6:17: cluster.external.bootstrap[0]: \"nohost\": use host:port",
+            "ext.yaml:7:15: cluster.external.security.password_env: SASL_SSL needs the password",
+            "cluster.external.security.ca_file: TLS needs ca_file",
+            "ext.yaml:9:13: cluster.external.commands.kill: {nodeid}: templates know {id}, {host} and {pod}",
+        ] {
+            assert!(e.contains(want), "{want:?} not in:\n{e}");
+        }
+        // Every node has the host its commands use: nothing said about nodes.
+        assert!(!e.contains("cluster.external.nodes"), "{e}");
+    }
 }

@@ -139,6 +139,9 @@ impl Security {
                 }
             }
         }
+        if self.ca_file.is_none() && self.protocol.tls() {
+            out.push(("ca_file", "TLS needs ca_file: the PEM file of the brokers' CA".into()));
+        }
         if self.ca_file.is_some() && !self.protocol.tls() {
             out.push(("ca_file", format!("{p} has no TLS: use SSL or SASL_SSL, or remove ca_file")));
         }
@@ -315,7 +318,7 @@ mod tests {
         s.mechanism = None;
         s.password_file = Some("/pw".into());
         let p = s.problems();
-        assert_eq!(p.iter().map(|(f, _)| *f).collect::<Vec<_>>(), vec!["mechanism", "password_file"]);
+        assert_eq!(p.iter().map(|(f, _)| *f).collect::<Vec<_>>(), vec!["mechanism", "password_file", "ca_file"]);
         assert!(p[1].1.contains("not both"), "{p:?}");
     }
 
