@@ -10,8 +10,10 @@ command -v mvn  >/dev/null 2>&1 || need+=(maven)
 command -v cc   >/dev/null 2>&1 || need+=(build-essential)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
-# openssl: the TLS tests make their CA and broker certificates with it.
+# openssl: the TLS tests make their CA and broker certificates with it; libssl-dev: librdkafka
+# is built with OpenSSL (TLS and SCRAM for external clusters).
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+pkg-config --exists openssl 2>/dev/null || need+=(libssl-dev)
 
 if ((${#need[@]})); then
   if [ "$(id -u)" -ne 0 ]; then

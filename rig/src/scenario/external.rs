@@ -279,4 +279,34 @@ mod tests {
         // Every node has the host its commands use: nothing said about nodes.
         assert!(!e.contains("cluster.external.nodes"), "{e}");
     }
+
+    #[test]
+    fn the_resolved_scenario_written_to_results_holds_no_secret() {
+        let dir = std::env::temp_dir().join(format!("sinkhole-ext-secret-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pw = dir.join("pw");
+        std::fs::write(&pw, "s3cret-Zebra\n").unwrap();
+        let text = format!(
+            "name: ext\ncluster:\n  brokers: 1\n  backend: external\n  external:\n    bootstrap: [127.0.0.1:9092]\n    \
+             security: {{protocol: SASL_PLAINTEXT, mechanism: SCRAM-SHA-512, username: sink, password_file: {}}}\n\
+             topic: {{partitions: 1, replication_factor: 1}}\njob: {{parallelism: 1, records_per_subtask: 10, \
+             rate_per_subtask: 10, checkpoint_interval_ms: 1000, transaction_timeout_ms: 60000, restart_delay_ms: 500}}\n\
+             modes: [legacy]\n",
+            pw.display()
+        );
+        let s = crate::scenario::from_str(&text, "ext.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+        let security = s.cluster.external.as_ref().unwrap().security.as_ref().unwrap();
+        let resolved = security.resolve().unwrap();
+        assert_eq!(resolved.sasl.as_ref().unwrap().password, "s3cret-Zebra");
+        // What `run` writes as scenario.yaml, and what a worker's configuration carries.
+        let yaml = serde_saphyr::to_string(&s).unwrap();
+        assert!(yaml.contains("password_file") && !yaml.contains("s3cret"), "{yaml}");
+        assert!(!serde_json::to_string(security).unwrap().contains("s3cret"));
+        assert!(!format!("{resolved:?}").contains("s3cret"));
+        assert_eq!(
+            resolved.redact("SaslAuthenticate failed for sink/s3cret-Zebra"),
+            "SaslAuthenticate failed for sink/***"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

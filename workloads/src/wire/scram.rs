@@ -78,6 +78,16 @@ pub fn new_nonce() -> String {
     B64.encode(b)
 }
 
+/// `SaltedPassword = Hi(password, salt, iterations)` (PBKDF2 with the mechanism's HMAC): what a
+/// broker stores for a user (Kafka's `ScramFormatter.saltedPassword`), and what
+/// AlterUserScramCredentials carries to set one.
+pub fn salted_password(hash: Hash, password: &str, salt: &[u8], iterations: u32) -> Vec<u8> {
+    let mut out = vec![0u8; hash.len()];
+    let n = std::num::NonZeroU32::new(iterations.max(1)).expect("at least one iteration");
+    pbkdf2::derive(hash.pbkdf2(), n, salt, password.as_bytes(), &mut out);
+    out
+}
+
 /// One client's SCRAM exchange.
 #[derive(Debug)]
 pub struct ScramClient {
@@ -121,9 +131,7 @@ impl ScramClient {
         if iterations < MIN_ITERATIONS {
             return Err(format!("{iterations} iterations is below the minimum {MIN_ITERATIONS}"));
         }
-        let mut salted = vec![0u8; self.hash.len()];
-        let n = std::num::NonZeroU32::new(iterations).ok_or("zero iterations")?;
-        pbkdf2::derive(self.hash.pbkdf2(), n, &salt, self.password.as_bytes(), &mut salted);
+        let salted = salted_password(self.hash, &self.password, &salt, iterations);
         let salted_key = hmac::Key::new(self.hash.hmac(), &salted);
         let client_key = hmac::sign(&salted_key, b"Client Key");
         let stored_key = digest::digest(self.hash.digest(), client_key.as_ref());

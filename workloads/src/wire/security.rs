@@ -284,6 +284,18 @@ pub fn installed() -> Option<Arc<Resolved>> {
     INSTALLED.read().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
+/// `c` with the installed security's librdkafka keys set ([`Resolved::rdkafka`]; nothing when
+/// none is installed): every librdkafka client of the process (the rdkafka-txn sink, the
+/// checker's drain, the latency tail) reaches the cluster as the wire client does.
+pub fn rdkafka_config(c: &mut rdkafka::ClientConfig) -> &mut rdkafka::ClientConfig {
+    if let Some(sec) = installed() {
+        for (k, v) in sec.rdkafka() {
+            c.set(k, v);
+        }
+    }
+    c
+}
+
 /// Takes every installed secret out of `text`.
 pub fn redact(text: &str) -> String {
     match installed() {
