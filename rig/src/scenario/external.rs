@@ -12,7 +12,7 @@ use sinkhole_workloads::wire::security::Security;
 use super::located::{key, Seg};
 
 /// `external: {bootstrap, security, nodes, commands, command_timeout_ms}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalSpec {
     /// Where the rig's clients bootstrap (`host:port`); `sinkhole run --bootstrap` sets it too.
@@ -30,6 +30,19 @@ pub struct ExternalSpec {
     /// How long one command may run before it is killed (default 120 s).
     #[serde(default = "default_command_timeout", skip_serializing_if = "is_default_timeout")]
     pub command_timeout_ms: u64,
+}
+
+/// The section as `--bootstrap` makes it when the file has none: the file's defaults.
+impl Default for ExternalSpec {
+    fn default() -> ExternalSpec {
+        ExternalSpec {
+            bootstrap: Vec::new(),
+            security: None,
+            nodes: BTreeMap::new(),
+            commands: Commands::default(),
+            command_timeout_ms: default_command_timeout(),
+        }
+    }
 }
 
 /// A node's host (SSH) or pod (Kubernetes), as its commands name it.
@@ -223,6 +236,15 @@ pub(super) fn validate(e: &ExternalSpec, brokers: usize) -> Vec<(Vec<Seg>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_section_is_the_file_s_defaults() {
+        let e = ExternalSpec { bootstrap: vec!["127.0.0.1:9092".into()], ..ExternalSpec::default() };
+        assert_eq!(e.command_timeout_ms, 120_000);
+        assert!(validate(&e, 3).is_empty(), "{:?}", validate(&e, 3));
+        let parsed: ExternalSpec = serde_json::from_str(r#"{"bootstrap": ["127.0.0.1:9092"]}"#).unwrap();
+        assert_eq!(parsed, e);
+    }
 
     #[test]
     fn placeholders_are_read_and_braces_escaped() {
