@@ -636,6 +636,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
         fail_on_inconclusive: args.fail_on_inconclusive,
         connector_jar: None,
         sequential: args.sequential,
+        bootstrap: Vec::new(),
     }
 }
 

@@ -46,6 +46,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
             backend: Default::default(),
             image: None,
             authorizer: None,
+            external: None,
         },
         topic: TopicSpec { partitions: 3, replication_factor: 1, min_insync_replicas: None },
         job: JobSpec {

@@ -141,6 +141,7 @@ impl Job {
             force_transactions_v1: false,
             sasl: None,
             share: None,
+            security: None,
         };
         Job { dir, base, workers: Vec::new(), next_checkpoint: 1, events: Vec::new(), last_acked: None, checkpoints: 0 }
     }

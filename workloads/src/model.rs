@@ -308,6 +308,10 @@ pub struct WorkerConfig {
     /// (`crate::share::source`); None: the generated source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<ShareInput>,
+    /// A real cluster's listener security (`cluster.external.security`): names and paths
+    /// only; the worker reads the password itself ([`crate::wire::security`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<crate::wire::security::Security>,
 }
 
 /// When a share-group source acknowledges what it read, relative to the

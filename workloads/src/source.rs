@@ -247,6 +247,7 @@ pub(crate) fn test_config(records: u64, rate: u64, partitions: u32, partitioning
         force_transactions_v1: false,
         sasl: None,
         share: None,
+        security: None,
     }
 }
 

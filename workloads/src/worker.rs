@@ -41,6 +41,12 @@ const BATCH: u64 = 256;
 /// Runs one subtask attempt until the coordinator says Stop (Ok) or the
 /// subtask fails (Err: the process exits non-zero and the job fails over).
 pub async fn run(config: WorkerConfig, control: &Path) -> anyhow::Result<()> {
+    // A real cluster's security, by reference in the configuration file: the password is
+    // read here, from the environment this process inherited or the file named.
+    if let Some(sec) = &config.security {
+        let resolved = sec.resolve().context("the cluster's security settings")?;
+        crate::wire::security::install(Some(std::sync::Arc::new(resolved)));
+    }
     let channel = Channel::connect(control)
         .await
         .with_context(|| format!("connecting to the coordinator at {}", control.display()))?;

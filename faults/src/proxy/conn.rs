@@ -322,6 +322,10 @@ async fn responses(shared: &Shared, conn: &Conn, rd: OwnedReadHalf, to_client: U
                 _ => None,
             }
         });
+        let frame = match &request {
+            Some((_, key, version, _)) => shared.advertised(frame, *key, *version),
+            None => frame,
+        };
         let source = conn.source();
         let decided = match &request {
             Some((corr, key, version, tids)) if shared.has_rules() => {

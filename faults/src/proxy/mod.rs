@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 
 use crate::rng::SplitMix64;
 
+pub mod advertise;
 mod conn;
 pub mod frame;
 pub mod inject;
@@ -333,6 +334,8 @@ struct State {
 
 pub(crate) struct Shared {
     routes: Vec<Route>,
+    /// Rewrite the brokers' addresses in responses to the routes' ([`advertise`]).
+    advertise: bool,
     state: Mutex<State>,
     /// Active rules, read without the lock on every frame (the fast path).
     rule_count: AtomicUsize,
@@ -350,6 +353,33 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// `frame` (a response to `api_key` v`version`) with the brokers' addresses in it
+    /// replaced by their routes' listen addresses, when the proxy advertises itself and the
+    /// answer carries any; else `frame` as it is.
+    pub(crate) fn advertised(&self, frame: bytes::Bytes, api_key: i16, version: i16) -> bytes::Bytes {
+        if !self.advertise || !advertise::carries_addresses(api_key) {
+            return frame;
+        }
+        let to =
+            |node: i32| self.routes.iter().find(|r| r.node == node && r.kind == ListenerKind::Broker).map(|r| r.listen);
+        let rewritten = sinkhole_kafka::header::response_body_offset(&frame, api_key, version)
+            .ok_or_else(|| "unparsable response header".to_string())
+            .and_then(|off| match advertise::rewrite(api_key, version, &frame.slice(off..), to)? {
+                Some(body) => {
+                    sinkhole_kafka::encode::replace_body(&frame, off, &body).map(Some).map_err(|e| e.to_string())
+                }
+                None => Ok(None),
+            });
+        match rewritten {
+            Ok(Some(f)) => f,
+            Ok(None) => frame,
+            Err(why) => {
+                tracing::warn!(api_key, version, "proxy: broker addresses not rewritten: {why}");
+                frame
+            }
+        }
+    }
+
     pub(crate) fn has_rules(&self) -> bool {
         self.rule_count.load(Ordering::Acquire) > 0
     }
@@ -505,6 +535,17 @@ impl Proxy {
     /// Binds every route's listener and starts forwarding. `seed` drives
     /// jitter and probabilities, identically on every build.
     pub async fn start(routes: Vec<Route>, seed: u64) -> std::io::Result<Proxy> {
+        Proxy::start_with(routes, seed, false).await
+    }
+
+    /// [`Proxy::start`] for brokers that advertise their own addresses: their addresses in
+    /// Metadata, FindCoordinator and DescribeCluster answers become the routes' listen
+    /// addresses ([`advertise`]), so clients stay on the proxy.
+    pub async fn start_advertising(routes: Vec<Route>, seed: u64) -> std::io::Result<Proxy> {
+        Proxy::start_with(routes, seed, true).await
+    }
+
+    async fn start_with(routes: Vec<Route>, seed: u64, advertise: bool) -> std::io::Result<Proxy> {
         let mut listeners = Vec::with_capacity(routes.len());
         for r in &routes {
             let l = tokio::net::TcpListener::bind(r.listen).await.map_err(|e| {
@@ -516,6 +557,7 @@ impl Proxy {
         let (removals, _) = watch::channel(0u64);
         let shared = Arc::new(Shared {
             routes: routes.clone(),
+            advertise,
             state: Mutex::new(State::default()),
             rule_count: AtomicUsize::new(0),
             rng: Mutex::new(SplitMix64::new(seed)),

@@ -23,7 +23,8 @@ use sinkhole_workloads::model::record;
 use super::{CheckerError, Drain, DrainedRecord, PartitionDrain};
 
 fn consumer(bootstrap: &str, isolation: &str) -> Result<BaseConsumer, KafkaError> {
-    ClientConfig::new()
+    // An external cluster's security, as installed for this process.
+    sinkhole_workloads::wire::security::rdkafka_config(&mut ClientConfig::new())
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "sinkhole-checker")
         .set("enable.auto.commit", "false")

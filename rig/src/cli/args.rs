@@ -43,7 +43,7 @@ pub struct RunCmd {
     #[arg(long)]
     pub json: bool,
     /// Where the brokers run, instead of the scenario's `cluster.backend`.
-    #[arg(long, value_parser = ["local", "containers"])]
+    #[arg(long, value_parser = ["local", "containers", "external"])]
     pub backend: Option<String>,
     /// Container image (containers backend), instead of the scenario's `cluster.image`.
     #[arg(long)]
@@ -58,6 +58,10 @@ pub struct RunCmd {
     /// Run the modes one after another, each alone on the cluster (default: side by side).
     #[arg(long)]
     pub sequential: bool,
+    /// Use this existing cluster (host:port[,host:port...]): `backend: external`, with the
+    /// scenario's `cluster.external` commands and security.
+    #[arg(long, value_delimiter = ',')]
+    pub bootstrap: Vec<String>,
 }
 
 #[derive(Args)]

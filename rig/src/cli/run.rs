@@ -19,6 +19,7 @@ pub async fn run(a: RunCmd) -> Result<(), Failure> {
         fail_on_inconclusive,
         connector_jar,
         sequential,
+        bootstrap,
     } = a;
     let args = RunArgs {
         file,
@@ -31,9 +32,11 @@ pub async fn run(a: RunCmd) -> Result<(), Failure> {
         fail_on_inconclusive,
         connector_jar,
         sequential,
+        bootstrap,
     };
     let backend = backend.map(|b| match b.as_str() {
         "containers" => Backend::Containers,
+        "external" => Backend::External,
         _ => Backend::Local,
     });
     let summary = run::run_on(&args, backend, image).await.map_err(run_failure)?;

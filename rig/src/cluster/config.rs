@@ -121,7 +121,13 @@ pub fn with_sink_listener(text: &str, port: u16, user: &str, password: &str) -> 
     }
     let lower = l.to_ascii_lowercase();
     let _ = writeln!(out, "# the sink's own principal ({l} listener) under an authorizer");
-    let _ = writeln!(out, "listener.name.{lower}.sasl.enabled.mechanisms=PLAIN");
+    // SCRAM-SHA-512 too, for users the rig gives SCRAM credentials (AlterUserScramCredentials):
+    // the tests of the wire client's SCRAM against a real broker.
+    let _ = writeln!(out, "listener.name.{lower}.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512");
+    let _ = writeln!(
+        out,
+        "listener.name.{lower}.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    );
     // JAAS string escaping: the rig chooses both values (letters, digits, '-').
     let _ = writeln!(
         out,
@@ -192,6 +198,7 @@ mod tests {
         assert!(text
             .contains("listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SINK:SASL_PLAINTEXT\n"));
         assert!(text.contains("listener.name.sink.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_sink=\"pw-1\";\n"));
+        assert!(text.contains("listener.name.sink.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n"));
         assert!(text.contains("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"));
         assert!(text.contains("super.users=User:ANONYMOUS\n"));
         assert!(text.contains("inter.broker.listener.name=PLAINTEXT\n"), "inter-broker stays PLAINTEXT");

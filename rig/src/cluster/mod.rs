@@ -2,6 +2,7 @@
 //!
 //! - [`local`]: brokers as JVM processes from a Kafka installation ([`crate::install`]);
 //! - [`containers`]: brokers in containers, on any engine with the Docker API;
+//! - [`external`]: a cluster the rig did not start, acted on through command templates;
 //! - [`node`]: what a node is on every backend — its actions, their effects, the errors;
 //! - [`lookup`]: the Kafka requests the rig asks any cluster (coordinator, controller, leader,
 //!   under-replicated partitions, open transactions) and the readiness probe, written once;
@@ -28,6 +29,7 @@
 //! makes the trait object-safe.
 pub mod config;
 pub mod containers;
+pub mod external;
 pub mod local;
 pub mod lookup;
 pub mod node;
@@ -40,7 +42,9 @@ use std::time::Duration;
 
 use sinkhole_faults::proxy::Proxy;
 
-pub use node::{new_cluster_id, ClusterError, Intent, NetworkEffect, NodeAction, NodeEffect, OnDown, SinkListener};
+pub use node::{
+    new_cluster_id, ClusterError, CommandEffect, Intent, NetworkEffect, NodeAction, NodeEffect, OnDown, SinkListener,
+};
 
 /// A boxed future that may cross threads (the runner runs broker actions beside its loop).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -53,7 +57,7 @@ pub type ClusterFuture<'a, T> = BoxFuture<'a, Result<T, ClusterError>>;
 /// same Kafka requests on every backend and default to [`lookup`] through
 /// [`Cluster::client_bootstrap`].
 pub trait Cluster: Send {
-    /// `local` or `containers`: what the run reports.
+    /// `local`, `containers` or `external`: what the run reports.
     fn backend(&self) -> &'static str;
 
     fn node_ids(&self) -> Vec<i32>;
@@ -103,6 +107,12 @@ pub trait Cluster: Send {
 
     /// The Kafka-aware proxy in front of the listeners, when the cluster has one.
     fn proxy(&self) -> Option<Proxy> {
+        None
+    }
+
+    /// The listener security every client of this cluster needs (an external cluster's
+    /// SASL/TLS), by reference: the workers read the secret themselves.
+    fn security(&self) -> Option<sinkhole_workloads::wire::security::Security> {
         None
     }
 

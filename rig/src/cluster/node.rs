@@ -53,13 +53,45 @@ pub struct NodeEffect {
     /// The node answered again (start/restart/resume) within the timeout.
     pub ready: Option<bool>,
     pub elapsed_ms: u64,
+    /// External clusters: the node-control commands run, each with what the protocol showed
+    /// after it (there is no pid to watch). Left out when empty, so the effects of the other
+    /// backends serialise as they always have.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandEffect>,
 }
 
 impl NodeEffect {
     /// The effect of `action` on `node_id` before anything was done.
     pub fn new(node_id: i32, action: NodeAction) -> NodeEffect {
-        NodeEffect { node_id, action, signals: vec![], new_pid: None, ready: None, elapsed_ms: 0 }
+        NodeEffect { node_id, action, signals: vec![], new_pid: None, ready: None, elapsed_ms: 0, commands: vec![] }
     }
+}
+
+/// One node-control command of an external cluster and its effect, confirmed through the
+/// protocol: the node stops answering (kill, stop, pause), or answers again and Metadata lists
+/// it (start, resume, restart).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandEffect {
+    /// `kill`, `stop`, `start`, … (the template's name).
+    pub action: String,
+    /// The command as run (placeholders filled in, secrets taken out).
+    pub command: String,
+    /// Its exit code; None when it was killed at its timeout or could not start.
+    pub exit: Option<i32>,
+    /// How long the command ran.
+    pub ran_ms: u64,
+    /// The last lines of its output (secrets taken out), when it printed any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+    /// What the protocol showed: `not answering`, `answering, listed in Metadata`, …
+    pub observed: String,
+    /// The state the action was for was seen before the deadline.
+    pub confirmed: bool,
+    /// From the command's start to the protocol's confirmation (or the last look).
+    pub after_ms: u64,
+    /// The `status` command's output after the action, when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 /// Told the moment a node is down during an action, with the effect so far: for `start` and

@@ -85,10 +85,10 @@ impl NodeResult {
     }
 }
 
-/// Whether every signal of a node action was seen to take effect and, for
-/// starts, the node answered again.
+/// Whether every signal (or, on an external cluster, every command) of a node
+/// action was seen to take effect and, for starts, the node answered again.
 pub fn node_effect_confirmed(e: &NodeEffect) -> bool {
-    e.signals.iter().all(|s| s.confirmed) && e.ready != Some(false)
+    e.signals.iter().all(|s| s.confirmed) && e.commands.iter().all(|c| c.confirmed) && e.ready != Some(false)
 }
 
 /// The broker's view of a frozen worker's open transaction

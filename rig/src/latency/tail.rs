@@ -57,7 +57,7 @@ impl Tail {
     /// Assigns every partition of `topic` from the beginning and starts
     /// reading. Returns once the consumer exists and is assigned.
     pub fn start(bootstrap: &str, topic: &str, partitions: u32) -> Result<Tail, KafkaError> {
-        let consumer: BaseConsumer = ClientConfig::new()
+        let consumer: BaseConsumer = sinkhole_workloads::wire::security::rdkafka_config(&mut ClientConfig::new())
             .set("bootstrap.servers", bootstrap)
             .set("group.id", "sinkhole-tail")
             .set("client.id", "sinkhole-tail")

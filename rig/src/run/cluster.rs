@@ -9,8 +9,9 @@ use sinkhole_workloads::wire::SaslPlain;
 
 use super::{broker_config, progress, Plan, RunError};
 use crate::cluster::containers::{ContainersCluster, ContainersSpec};
+use crate::cluster::external::ExternalCluster;
 use crate::cluster::local::{LocalCluster, LocalSpec};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, ClusterError};
 use crate::install;
 use crate::scenario::Backend;
 
@@ -44,6 +45,27 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
                 grant_sink_acls(plan, &cluster, a.two_phase_commit_acl).await.context("creating the sink's ACLs")?;
             }
             Ok(Box::new(cluster))
+        }
+        Backend::External => {
+            let spec = s.cluster.external.clone().unwrap_or_default();
+            if spec.bootstrap.is_empty() {
+                return Err(RunError::BadInput(anyhow!(
+                    "backend external needs the cluster's bootstrap: cluster.external.bootstrap or --bootstrap"
+                )));
+            }
+            if let Some(why) = s.faults.iter().find_map(|f| crate::cluster::external::unsupported_fault(f, &spec)) {
+                return Err(RunError::BadInput(anyhow!(why)));
+            }
+            if !s.cluster.broker_config.is_empty() {
+                progress("cluster.broker_config is not applied: the rig did not start this cluster");
+            }
+            progress(&format!("connecting to the external cluster at {} …", spec.bootstrap.join(",")));
+            let seed = s.needs_proxy().then_some(plan.seed);
+            let c = ExternalCluster::connect(spec, s.cluster.brokers, seed).await.map_err(|e| match e {
+                ClusterError::Unsupported(_) => RunError::BadInput(e.into()),
+                e => RunError::Failed(anyhow::Error::from(e).context("connecting to the external cluster")),
+            })?;
+            Ok(Box::new(c))
         }
         Backend::Containers => {
             if s.cluster.authorizer.is_some() {

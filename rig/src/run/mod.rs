@@ -53,6 +53,9 @@ pub struct RunArgs {
     pub connector_jar: Option<PathBuf>,
     /// `--sequential`: the modes one after another, as `sequential: true`.
     pub sequential: bool,
+    /// `--bootstrap`: an existing cluster (`backend: external`), instead of the scenario's
+    /// `cluster.external.bootstrap`.
+    pub bootstrap: Vec<String>,
 }
 
 /// Exit 2 (the input) or exit 3 (the rig failed: the cluster did not start, a file could not be written).
@@ -436,6 +439,10 @@ async fn execute_on(
     progress(&format!("time: {}", times.line()));
     summary.timings = Some(times);
     write_summary(plan, &summary)?;
+    // Drawn again with the run's time in its header, as `sinkhole check` draws it from summary.json.
+    if let Err(e) = crate::results::report::write_report(&plan.dir) {
+        progress(&format!("report.html not rewritten: {e:#}"));
+    }
     Ok(summary)
 }
 
@@ -470,6 +477,16 @@ pub async fn run_on(args: &RunArgs, backend: Option<Backend>, image: Option<Stri
     }
     if image.is_some() {
         plan.scenario.cluster.image = image;
+    }
+    if !args.bootstrap.is_empty() {
+        plan.scenario.cluster.backend = Backend::External;
+        plan.scenario.cluster.external.get_or_insert_with(Default::default).bootstrap = args.bootstrap.clone();
+    }
+    if let Some(e) = &plan.scenario.cluster.external {
+        // The command line's bootstrap is checked as the file's would be.
+        if let Some((path, why)) = crate::scenario::external::problems(e, plan.scenario.cluster.brokers).first() {
+            return Err(RunError::BadInput(anyhow!("{path}: {why}")));
+        }
     }
     progress(&format!(
         "run {} (seed {}; replay with --seed {}), results in {}",

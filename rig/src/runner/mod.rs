@@ -198,6 +198,7 @@ fn start_rig(
         progress: run.progress,
         sink_listener: run.scenario.cluster.authorizer.as_ref().and_then(|_| cluster.sink_listener()),
         share: share_input(run.scenario, &run.topic),
+        security: cluster.security(),
     };
     let premises = run.scenario.premise.get(&run.mode).cloned().unwrap_or_default();
     let looks = Looks { premises, abort_scan_ms: crate::scenario::abort_scan_ms(run.scenario) };

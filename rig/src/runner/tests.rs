@@ -413,6 +413,7 @@ async fn run_with<B: Cluster>(
         progress: false,
         sink_listener: None,
         share: None,
+        security: None,
     };
     let outcome = tokio::time::timeout(Duration::from_secs(30), super::run_job(cfg, launcher, faults, brokers))
         .await
@@ -798,6 +799,7 @@ impl Cluster for FakeBrokers {
                 new_pid: slow.then_some(2),
                 ready: slow.then_some(true),
                 elapsed_ms: stop_ms + start_ms,
+                commands: vec![],
             })
         })
     }
@@ -1283,6 +1285,7 @@ async fn run_side_by_side<B: Cluster>(
             progress: false,
             sink_listener: None,
             share: None,
+            security: None,
         };
         jobs.push((cfg, launcher));
         all_configs.push(configs);

@@ -7,6 +7,7 @@
 //!   written and read by `fault_serde`);
 //! - [`values`]: the values fault parameters take (targets, groups, selectors);
 //! - [`when`](mod@when): triggers (when a fault fires);
+//! - [`external`]: the `cluster.external` section (an existing cluster, its node commands);
 //! - [`load`](mod@load): parsing and error rendering (file, line and field in every error);
 //! - `located`: the located tree of a file, field paths and [`Problem`];
 //! - `validate`: the semantic checks, which [`load()`] and [`from_str()`] run;
@@ -19,6 +20,7 @@ use sinkhole_workloads::model::{Partitioning, SinkMode};
 
 pub mod broker_config;
 pub mod expect_by;
+pub mod external;
 pub mod fault;
 mod fault_serde;
 mod fields;
@@ -29,9 +31,11 @@ pub mod premise;
 pub mod schedule;
 pub mod source;
 mod validate;
+mod validate_expect;
 pub mod values;
 pub mod when;
 
+pub use external::{Commands, ExternalSpec, NodeTarget};
 pub use fault::{
     Bandwidth, Blackhole, Brokers, Delay, Family, Fault, FaultKind, FaultSpec, Frames, FramesDelay, FramesError,
     KindInfo, Link, Loss, Need, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling, Workers,
@@ -114,6 +118,10 @@ pub struct ClusterSpec {
     /// the rig's clients, for ACL scenarios.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorizer: Option<AuthorizerSpec>,
+    /// A cluster the rig did not start (`backend: external`): its bootstrap,
+    /// security and node-control commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalSpec>,
 }
 
 fn is_default<T: Default + PartialEq>(t: &T) -> bool {
@@ -126,6 +134,9 @@ pub enum Backend {
     #[default]
     Local,
     Containers,
+    /// An existing cluster: the rig starts nothing, acts on nodes through
+    /// `cluster.external.commands` (see [`external`]).
+    External,
 }
 
 /// ACLs for the sink's principal (`User:sink`); the rig's own tools are super users.

@@ -106,6 +106,8 @@ pub(crate) fn client_config(cfg: &WorkerConfig) -> ClientConfig {
         .set("linger.ms", cfg.linger_ms.to_string())
         .set("batch.size", cfg.batch_size.max(1).to_string())
         .set("message.timeout.ms", "120000");
+    // A real cluster's listener security, as installed for this worker process.
+    crate::wire::security::rdkafka_config(&mut c);
     if let Some(sasl) = &cfg.sasl {
         // The sink's own principal on the cluster's SASL listener (ACL
         // scenarios); librdkafka implements PLAIN itself.

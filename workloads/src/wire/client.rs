@@ -39,6 +39,7 @@
 //! this file and each RPC a file above it, so the files import one way.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -52,6 +53,7 @@ use super::api_versions::ApiVersionsInfo;
 use super::connection::Connection;
 use super::error::{coordinator_retry, CoordinatorAction, KafkaCode, WireError};
 use super::sasl::SaslPlain;
+use super::security::Resolved;
 
 /// Client settings. Defaults follow the Java producer where one exists.
 #[derive(Debug, Clone)]
@@ -70,6 +72,9 @@ pub struct ClientConfig {
     /// Authenticate every new connection with SASL/PLAIN (a `SASL_PLAINTEXT`
     /// listener); `None`: a PLAINTEXT listener.
     pub sasl: Option<SaslPlain>,
+    /// TLS and SASL for a real cluster's listener ([`security`](super::security)); by default
+    /// the one installed for this process.
+    pub security: Option<Arc<Resolved>>,
 }
 
 impl Default for ClientConfig {
@@ -81,6 +86,7 @@ impl Default for ClientConfig {
             retry_backoff_max: Duration::from_secs(1),
             retry_deadline: Duration::from_secs(30),
             sasl: None,
+            security: super::security::installed(),
         }
     }
 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{debug, trace};
 
@@ -32,6 +32,11 @@ use sinkhole_kafka::frame::split_frame;
 use sinkhole_kafka::header::split_response;
 
 use super::error::WireError;
+use super::security::Tls;
+
+/// The byte stream under a connection: plain TCP, or TLS over it.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> Stream for T {}
 
 /// Default largest response frame accepted (Java's `NetworkReceive` has no
 /// client-side limit by default; the rig's responses are small, and a bogus
@@ -39,9 +44,8 @@ use super::error::WireError;
 pub const DEFAULT_MAX_FRAME: usize = 100 * 1024 * 1024;
 
 /// A connection to one broker.
-#[derive(Debug)]
 pub struct Connection {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     /// Bytes read but not yet consumed as a frame.
     buffer: BytesMut,
     peer: String,
@@ -49,6 +53,17 @@ pub struct Connection {
     next_correlation_id: i32,
     max_frame: usize,
     broken: bool,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("peer", &self.peer)
+            .field("client_id", &self.client_id)
+            .field("next_correlation_id", &self.next_correlation_id)
+            .field("broken", &self.broken)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Connection {
@@ -66,7 +81,46 @@ impl Connection {
         // Requests are small and latency-sensitive (commit latency is measured).
         stream.set_nodelay(true)?;
         debug!(peer = addr, "connected");
-        Ok(Connection {
+        Ok(Connection::over(Box::new(stream), addr, client_id))
+    }
+
+    /// Opens a TCP connection to `addr` and runs the TLS handshake on it (an SSL or SASL_SSL
+    /// listener), checking the broker's certificate against `tls`'s CAs and the host of
+    /// `addr` (Java's default `ssl.endpoint.identification.algorithm=https`).
+    pub async fn connect_tls(
+        addr: &str,
+        client_id: &str,
+        timeout: Duration,
+        tls: &Tls,
+    ) -> Result<Connection, WireError> {
+        let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr).trim_start_matches('[').trim_end_matches(']');
+        let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| WireError::Tls {
+            peer: addr.to_string(),
+            detail: format!("{host:?} is no server name: {e}"),
+        })?;
+        let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Err(WireError::Io(e)),
+            Err(_) => return Err(WireError::Timeout { what: format!("connecting to {addr} ({timeout:?})") }),
+        };
+        tcp.set_nodelay(true)?;
+        let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+        let stream = match tokio::time::timeout(timeout, connector.connect(name, tcp)).await {
+            Ok(Ok(s)) => s,
+            // rustls' own refusals are final; a broken socket mid-handshake is a transport
+            // error like any other (a broker restarting), retried by the client.
+            Ok(Err(e)) if e.get_ref().is_some_and(|i| i.is::<rustls::Error>()) => {
+                return Err(WireError::Tls { peer: addr.to_string(), detail: e.to_string() })
+            }
+            Ok(Err(e)) => return Err(WireError::Io(e)),
+            Err(_) => return Err(WireError::Timeout { what: format!("TLS handshake with {addr} ({timeout:?})") }),
+        };
+        debug!(peer = addr, "connected (TLS)");
+        Ok(Connection::over(Box::new(stream), addr, client_id))
+    }
+
+    fn over(stream: Box<dyn Stream>, addr: &str, client_id: &str) -> Connection {
+        Connection {
             stream,
             buffer: BytesMut::with_capacity(8 * 1024),
             peer: addr.to_string(),
@@ -74,7 +128,7 @@ impl Connection {
             next_correlation_id: 0,
             max_frame: DEFAULT_MAX_FRAME,
             broken: false,
-        })
+        }
     }
 
     /// The address this connection was opened to.

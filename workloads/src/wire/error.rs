@@ -38,6 +38,12 @@ pub enum WireError {
     #[error("connection to {peer} closed by the peer")]
     Disconnected { peer: String },
 
+    /// The TLS handshake was refused: the broker's certificate does not chain to the CA or
+    /// does not name the host, or the two sides share no protocol version or cipher. No retry
+    /// changes that (Java's `SslAuthenticationException` is fatal to the client too).
+    #[error("TLS with {peer} failed: {detail}")]
+    Tls { peer: String, detail: String },
+
     /// A frame or message could not be encoded or decoded.
     #[error("codec error: {0}")]
     Codec(String),

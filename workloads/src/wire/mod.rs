@@ -21,12 +21,15 @@
 //!   Kafka's size-prefixed framing, request and response headers, API names
 //!   and error codes ([`KafkaCode`]); pure functions over byte buffers.
 //! * [`error`]: [`WireError`] and the retry classification the client uses.
-//! * [`connection`]: one TCP connection that owns its read buffer (partial
+//! * [`security`]: a listener's security protocol, SASL mechanism and CA; the
+//!   password by reference in what is written, resolved only in memory.
+//! * [`connection`]: one TCP (or TLS) connection that owns its read buffer (partial
 //!   frames stay in it), correlation ids (like mini-redis's `connection.rs`).
 //! * The connection bring-up, on one connection before a client exists:
-//!   [`api_versions`] (ApiVersions and version negotiation) and [`sasl`]
-//!   (SaslHandshake and SaslAuthenticate on a new connection, when the client
-//!   is configured with credentials).
+//!   [`api_versions`] (ApiVersions and version negotiation), [`scram`]
+//!   (RFC 5802's client messages) and [`sasl`] (SaslHandshake and
+//!   SaslAuthenticate on a new connection, when the client is configured with
+//!   credentials: PLAIN or SCRAM).
 //! * [`client`]: a small cluster-aware client's state: its settings, one
 //!   connection per broker, the metadata cache, the request counters, the
 //!   retry bookkeeping (`Retrier`) and what every request shares.
@@ -71,6 +74,8 @@ pub mod network;
 pub mod produce;
 pub mod read_share_group_state;
 pub mod sasl;
+pub mod scram;
+pub mod security;
 pub mod share_acknowledge;
 pub mod share_fetch;
 pub mod share_group_describe;

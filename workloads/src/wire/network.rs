@@ -23,15 +23,31 @@ use super::metadata::fetch_metadata;
 use super::sasl;
 
 /// Connects to `addr` and runs ApiVersions on the new connection.
-async fn open_addr(config: &ClientConfig, addr: &str) -> Result<BrokerConn, WireError> {
-    let mut conn = Connection::connect(addr, &config.client_id, config.request_timeout).await?;
+pub(super) async fn open_addr(config: &ClientConfig, addr: &str) -> Result<BrokerConn, WireError> {
+    let security = config.security.as_deref();
+    let mut conn = match security.and_then(|s| s.tls.as_ref()) {
+        Some(tls) => Connection::connect_tls(addr, &config.client_id, config.request_timeout, tls).await?,
+        None => Connection::connect(addr, &config.client_id, config.request_timeout).await?,
+    };
     let versions = fetch_api_versions(&mut conn, config.request_timeout).await?;
     // Java's `SaslClientAuthenticator` order: ApiVersions, then the SASL
-    // exchange, before any other request on the connection.
+    // exchange, before any other request on the connection. The sink's own
+    // principal (ACL scenarios) wins over the process's security.
     if let Some(creds) = &config.sasl {
         sasl::authenticate(&mut conn, &versions, creds, config.request_timeout).await?;
+    } else if let Some(s) = security.and_then(|s| s.sasl.as_ref()) {
+        sasl::authenticate_with(&mut conn, &versions, s, config.request_timeout).await?;
     }
     Ok(BrokerConn { conn, versions })
+}
+
+impl Client {
+    /// Whether the broker at `addr` answers now: a connection, ApiVersions, and the
+    /// authentication the configuration asks for — nothing cached, nothing kept. What the
+    /// rig asks of a node it cannot watch as a process (an external cluster's).
+    pub async fn probe(config: &ClientConfig, addr: &str) -> Result<(), WireError> {
+        open_addr(config, addr).await.map(drop)
+    }
 }
 
 impl Client {
@@ -63,7 +79,7 @@ impl Client {
                 Ok(node) => return Ok(node),
                 // Authentication failures are not retried (Java's
                 // `SaslAuthenticationException` is fatal to the client).
-                Err(e @ WireError::Kafka { .. }) if e.is_authentication_error() => return Err(e),
+                Err(e) if e.is_authentication_error() => return Err(e),
                 Err(e) => {
                     debug!(addr, error = %e, "bootstrap address failed");
                     last = e.to_string();

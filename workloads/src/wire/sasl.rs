@@ -1,4 +1,5 @@
-//! SASL/PLAIN on a new connection (KIP-43 framing, KIP-152 SaslAuthenticate).
+//! SASL on a new connection (KIP-43 framing, KIP-152 SaslAuthenticate): PLAIN, and SCRAM
+//! (KIP-84) through [`scram`](super::scram).
 //!
 //! The exchange the Java client's `SaslClientAuthenticator` runs when a
 //! listener's security protocol is `SASL_PLAINTEXT`: ApiVersions (allowed
@@ -27,6 +28,8 @@ use tracing::debug;
 use super::api_versions::ApiVersionsInfo;
 use super::connection::Connection;
 use super::error::{KafkaCode, WireError};
+use super::scram::{self, Hash, ScramClient};
+use super::security::{Mechanism, Sasl};
 
 /// The mechanism the rig speaks.
 pub const MECHANISM_PLAIN: &str = "PLAIN";
@@ -76,9 +79,22 @@ pub async fn authenticate(
     creds: &SaslPlain,
     timeout: Duration,
 ) -> Result<(), WireError> {
+    let sasl = Sasl { mechanism: Mechanism::Plain, username: creds.username.clone(), password: creds.password.clone() };
+    authenticate_with(conn, versions, &sasl, timeout).await
+}
+
+/// Authenticates `conn` with the mechanism of `sasl`: PLAIN's one token, or SCRAM's two
+/// rounds ([`scram`](super::scram)), each in a SaslAuthenticate request.
+pub async fn authenticate_with(
+    conn: &mut Connection,
+    versions: &ApiVersionsInfo,
+    sasl: &Sasl,
+    timeout: Duration,
+) -> Result<(), WireError> {
+    let mech = sasl.mechanism.name();
     // v1 is required: v0 would send the token as a raw, unframed packet.
     let hv = versions.negotiate(ApiKey::SaslHandshake, 1, 1)?;
-    let req = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(MECHANISM_PLAIN));
+    let req = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mech));
     let resp = conn.send(&req, hv, timeout).await?;
     let code = KafkaCode(resp.error_code);
     if !code.is_ok() {
@@ -86,12 +102,37 @@ pub async fn authenticate(
         return Err(WireError::Kafka {
             api: "SaslHandshake".into(),
             code,
-            message: Some(format!("{MECHANISM_PLAIN} refused; the listener offers [{}]", offered.join(", "))),
+            message: Some(format!("{mech} refused; the listener offers [{}]", offered.join(", "))),
         });
     }
     let av = versions.negotiate(ApiKey::SaslAuthenticate, 0, 2)?;
-    let req = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(creds.token()));
-    let resp = conn.send(&req, av, timeout).await?;
+    let refused = |message: String| WireError::Kafka {
+        api: "SaslAuthenticate".into(),
+        code: KafkaCode::SASL_AUTHENTICATION_FAILED,
+        message: Some(message),
+    };
+    match Hash::of(sasl.mechanism) {
+        None => {
+            let token = SaslPlain::new(&sasl.username, &sasl.password).token();
+            round(conn, av, token, timeout).await?;
+        }
+        Some(hash) => {
+            let mut client = ScramClient::new(hash, &sasl.username, &sasl.password, &scram::new_nonce());
+            let server_first = round(conn, av, client.first().into_bytes(), timeout).await?;
+            let server_first = String::from_utf8_lossy(&server_first).into_owned();
+            let last = client.reply(&server_first).map_err(refused)?;
+            let server_final = round(conn, av, last.into_bytes(), timeout).await?;
+            client.verify(&String::from_utf8_lossy(&server_final)).map_err(refused)?;
+        }
+    }
+    debug!(peer = conn.peer(), user = sasl.username, mechanism = mech, "SASL authenticated");
+    Ok(())
+}
+
+/// One SaslAuthenticate round: the client's bytes out, the broker's back.
+async fn round(conn: &mut Connection, version: i16, bytes: Vec<u8>, timeout: Duration) -> Result<Bytes, WireError> {
+    let req = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
+    let resp = conn.send(&req, version, timeout).await?;
     let code = KafkaCode(resp.error_code);
     if !code.is_ok() {
         return Err(WireError::Kafka {
@@ -100,25 +141,25 @@ pub async fn authenticate(
             message: resp.error_message.map(|m| m.to_string()),
         });
     }
-    debug!(peer = conn.peer(), user = creds.username, "SASL/PLAIN authenticated");
-    Ok(())
+    Ok(resp.auth_bytes)
 }
 
 impl WireError {
-    /// The broker refused the SASL exchange (mechanism or credentials): no
-    /// retry can change that.
+    /// The broker refused the SASL exchange (mechanism or credentials) or the
+    /// TLS handshake: no retry can change that.
     pub fn is_authentication_error(&self) -> bool {
-        matches!(
-            self,
-            WireError::Kafka { api, code, .. }
-                if api.starts_with("Sasl")
-                    && matches!(
-                        *code,
-                        KafkaCode::UNSUPPORTED_SASL_MECHANISM
-                            | KafkaCode::ILLEGAL_SASL_STATE
-                            | KafkaCode::SASL_AUTHENTICATION_FAILED
-                    )
-        )
+        matches!(self, WireError::Tls { .. })
+            || matches!(
+                self,
+                WireError::Kafka { api, code, .. }
+                    if api.starts_with("Sasl")
+                        && matches!(
+                            *code,
+                            KafkaCode::UNSUPPORTED_SASL_MECHANISM
+                                | KafkaCode::ILLEGAL_SASL_STATE
+                                | KafkaCode::SASL_AUTHENTICATION_FAILED
+                        )
+            )
     }
 }
 
@@ -142,5 +183,6 @@ mod tests {
         assert!(e("SaslHandshake", 33).is_authentication_error());
         assert!(!e("InitProducerId", 53).is_authentication_error());
         assert!(!e("SaslAuthenticate", 7).is_authentication_error());
+        assert!(WireError::Tls { peer: "b:1".into(), detail: "unknown issuer".into() }.is_authentication_error());
     }
 }

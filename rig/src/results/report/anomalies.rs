@@ -188,8 +188,10 @@ pub fn fault_evidence(effect: &FaultEffect) -> Vec<String> {
                             .ok()
                             .and_then(|v| v.as_str().map(str::to_string))
                             .unwrap_or_else(|| "?".into());
-                        let signals: Vec<String> =
+                        let mut signals: Vec<String> =
                             effect.signals.iter().map(|s| format!("{} → {}", s.signal, state(&s.observed))).collect();
+                        // An external cluster's node: the command, and what the protocol showed.
+                        signals.extend(effect.commands.iter().map(|c| format!("{} → {}", c.action, c.observed)));
                         node_line(*node, &action, &signals, *confirmed)
                     }
                     NodeResult::Failed { node, confirmed, .. } => node_line(*node, "?", &[], *confirmed),

@@ -84,6 +84,7 @@ impl<L: Launcher> Coordinator<L> {
                 force_transactions_v1: j.force_transactions_v1,
                 sasl: sasl.clone(),
                 share: self.cfg.share.clone(),
+                security: self.cfg.security.clone(),
             };
             let config_path = self.cfg.dir.join("workers").join(format!("worker-{s}-attempt-{number}.json"));
             std::fs::write(&config_path, serde_json::to_vec_pretty(&config)?)

@@ -54,6 +54,8 @@ pub struct JobConfig {
     pub sink_listener: Option<crate::cluster::SinkListener>,
     /// The workers read this share group instead of generating their records.
     pub share: Option<sinkhole_workloads::model::ShareInput>,
+    /// A real cluster's listener security, by reference (the workers read the password).
+    pub security: Option<sinkhole_workloads::wire::security::Security>,
 }
 
 pub use super::JobReport;

@@ -1,0 +1,109 @@
+//! The `expect:` and `premise:` sections of a scenario, checked: an
+//! expectation or premise only for a mode that runs, conditions that parse,
+//! counts that the scenario's source can have, premises that name one set of
+//! transactions the rig can observe. Split from `validate.rs`, which calls them.
+use super::located::{key, Seg};
+use super::*;
+
+/// One mode's expectation, at `path`: the mode runs, every condition parses.
+pub(super) fn validate_expectation(
+    s: &Scenario,
+    path: Vec<Seg>,
+    m: SinkMode,
+    e: &Expectation,
+    bad: &mut impl FnMut(Vec<Seg>, String),
+) {
+    if !s.modes.contains(&m) {
+        bad(
+            path.clone(),
+            format!(
+                "an expectation for {m}, which is not in modes [{}]",
+                s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    let share = s.share_source().is_some();
+    if let Expectation::Counts(conds) = e {
+        for (name, cond) in conds {
+            let mut p = path.clone();
+            p.push(key(count_key(*name)));
+            if let Err(msg) = cond.parse() {
+                bad(p.clone(), msg);
+            }
+            match name {
+                CountName::Redelivered | CountName::Archived if !share => bad(
+                    p,
+                    format!("{} is counted for a share-group source only (source: {{type: share-group}})", count_key(*name)),
+                ),
+                CountName::Nonmonotonic if share => bad(
+                    p,
+                    "a share group hands records out in no order across its members: nonmonotonic is not counted with a share-group source".into(),
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A mode's premises: its mode runs, each premise names exactly one set of
+/// transactions, and that set can be observed.
+pub(super) fn validate_premises(
+    s: &Scenario,
+    m: SinkMode,
+    p: &premise::Premises,
+    bad: &mut impl FnMut(Vec<Seg>, String),
+) {
+    let path = vec![key("premise"), key(m.name())];
+    if !s.modes.contains(&m) {
+        bad(
+            path.clone(),
+            format!(
+                "a premise for {m}, which is not in modes [{}]",
+                s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    if p.is_empty() {
+        bad(path.clone(), "name a premise: timeout_abort or outlives_timeout".into());
+    }
+    for pr in p.list() {
+        let mut pp = path.clone();
+        pp.push(key(pr.kind.name()));
+        match (&pr.of.checkpoint, &pr.of.fault) {
+            (Some(_), Some(_)) | (None, None) => {
+                bad(pp, "name exactly one of `checkpoint: N` or `fault: NAME`".into());
+            }
+            (Some(0), None) => {
+                pp.push(key("checkpoint"));
+                bad(pp, "checkpoints are numbered from 1: must be ≥ 1".into());
+            }
+            (Some(_), None) => {}
+            (None, Some(name)) => {
+                pp.push(key("fault"));
+                // A fault's label as the nemesis names it: its name, else `<kind>-<index>`.
+                let label =
+                    |i: usize, f: &FaultSpec| f.name.clone().unwrap_or_else(|| format!("{}-{i}", f.kind.name()));
+                let found = s.faults.iter().enumerate().find(|(i, f)| label(*i, f) == *name);
+                let look_after = i64::from(s.job.transaction_timeout_ms) + 1_500;
+                match found {
+                    None => bad(pp, format!("no fault named {name:?}")),
+                    Some((_, f)) if f.kind.kind() != FaultKind::PauseWorkers => bad(
+                        pp,
+                        format!(
+                            "{name} is a {} fault: only the transactions a pause-workers fault freezes open are looked at for it; use `checkpoint: N` for a checkpoint's",
+                            f.kind.name()
+                        ),
+                    ),
+                    Some((_, f)) if f.duration_ms.is_some_and(|d| (d as i64) <= look_after) => bad(
+                        pp,
+                        format!(
+                            "{name} lasts {} ms: the broker's view is taken {look_after} ms into a pause (the transaction timeout + 1.5 s), so the pause must last longer",
+                            f.duration_ms.unwrap_or(0)
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+}
