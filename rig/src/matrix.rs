@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sinkhole_workloads::model::SinkMode;
 
 pub use execute::{run, run_matrix};
-pub use render::{anomalies, cell_text, rel_link, render_html, render_junit, render_table};
+pub use render::{anomalies, anomaly_counts, cell_text, rel_link, render_html, render_junit, render_table};
 pub use shard::{LibraryEntry, Shard, ShardInfo};
 
 use crate::install;

@@ -12,9 +12,9 @@ use crate::results::report::esc;
 use crate::results::summary::ModeSummary;
 use crate::verdict::Outcome;
 
-/// The non-zero anomaly counts, short: `lost=4019 dup=12`. Nonmonotonic
-/// last: it accompanies duplicates (every replay steps back).
-pub fn anomalies(c: &Counts) -> String {
+/// Every anomaly count under its short name, in the order cells show them.
+/// Nonmonotonic last: it accompanies duplicates (every replay steps back).
+pub fn anomaly_counts(c: &Counts) -> [(&'static str, u64); 8] {
     [
         ("lost", c.lost),
         ("dup", c.duplicated),
@@ -25,11 +25,11 @@ pub fn anomalies(c: &Counts) -> String {
         ("lingering", c.lingering),
         ("nonmono", c.nonmonotonic),
     ]
-    .iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(k, n)| format!("{k}={n}"))
-    .collect::<Vec<_>>()
-    .join(" ")
+}
+
+/// The non-zero anomaly counts, short: `lost=4019 dup=12`.
+pub fn anomalies(c: &Counts) -> String {
+    anomaly_counts(c).iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
 }
 
 /// One cell of the terminal table: `pass`, `FAIL lost=4019`, `inconclusive`,

@@ -44,17 +44,7 @@ pub struct ShrinkArgs {
 pub fn failure_kinds(m: &ModeSummary) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     if m.checked {
-        let c = &m.counts;
-        for (k, n) in [
-            ("lost", c.lost),
-            ("dup", c.duplicated),
-            ("unexpected", c.unexpected),
-            ("aborted-read", c.aborted_read),
-            ("torn", c.torn_transaction),
-            ("hanging", c.uncommitted_tail),
-            ("lingering", c.lingering),
-            ("nonmono", c.nonmonotonic),
-        ] {
+        for (k, n) in crate::matrix::anomaly_counts(&m.counts) {
             if n > 0 {
                 out.push(k.to_string());
             }
