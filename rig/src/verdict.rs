@@ -324,10 +324,14 @@ fn tail_text(t: &[UncommittedTail]) -> String {
     let parts: Vec<String> = t
         .iter()
         .map(|u| {
-            format!(
+            let mut s = format!(
                 "partition {} stuck at offset {} below high-water mark {}",
                 u.partition, u.position, u.high_watermark
-            )
+            );
+            for o in &u.open {
+                s.push_str(&format!(" ({})", o.describe()));
+            }
+            s
         })
         .collect();
     format!("uncommitted tail (a transaction left open): {}", parts.join(", "))
@@ -672,7 +676,7 @@ mod tests {
     #[test]
     fn uncommitted_tail_is_inconclusive_unless_loss_is_expected() {
         let mut r = report(counts(10, 0, 0));
-        r.uncommitted_tail = vec![UncommittedTail { partition: 1, position: 31, high_watermark: 40 }];
+        r.uncommitted_tail = vec![UncommittedTail { partition: 1, position: 31, high_watermark: 40, open: vec![] }];
         let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[], Some(&r));
         assert_eq!(j.outcome, Outcome::Inconclusive);
         assert!(j.reason.contains("partition 1 stuck at offset 31 below high-water mark 40"), "{}", j.reason);

@@ -174,7 +174,7 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
     let p2 = &r.partitions[2];
     assert_eq!(
         r.uncommitted_tail,
-        vec![UncommittedTail { partition: 2, position: p2.position, high_watermark: p2.high_watermark }]
+        vec![UncommittedTail { partition: 2, position: p2.position, high_watermark: p2.high_watermark, open: vec![] }]
     );
     assert!(p2.position < p2.high_watermark);
     // read_committed saw 18 distinct + 2 duplicates + 1 foreign record

@@ -403,4 +403,33 @@ async fn transactional_producer_against_kafka_4_4_0() {
     let v = visible(&bootstrap, &t_idem).await;
     println!("(i) idempotent: {init:?}, flushed {f:?}, visible {}", v.records);
     assert_eq!(v.records, 100);
+
+    // --- (j) what holds a tail open: DescribeProducers + ListTransactions ------------
+    // A transaction left open pins partition 0 at its first offset; the
+    // checker's explanation names it, Ongoing at its coordinator (so not
+    // hanging). Once it is aborted, nothing holds the partition.
+    let t_open = new_topic("open");
+    admin.create_topic(&t_open, 1, 1, &[]).await.expect("CreateTopics");
+    let tid = unique("sinkhole-p-open");
+    let mut p = TxnProducer::connect(config(&servers, Some(&tid))).await.unwrap();
+    p.init(InitOptions::default()).await.unwrap();
+    p.begin().unwrap();
+    for i in 0..5 {
+        p.send(&t_open, 0, Bytes::from(format!("o-{i}")), Bytes::from_static(b"x"), vec![]).await.unwrap();
+    }
+    p.flush().await.unwrap();
+    let tail =
+        || vec![sinkhole_rig::checker::UncommittedTail { partition: 0, position: 0, high_watermark: 5, open: vec![] }];
+    let mut tails = tail();
+    sinkhole_rig::checker::open_txn::explain(&servers, &t_open, &mut tails).await;
+    println!("(j) open: {:?}", tails[0].open);
+    assert_eq!(tails[0].open.len(), 1, "{tails:?}");
+    let o = &tails[0].open[0];
+    assert_eq!(o.transactional_id.as_deref(), Some(tid.as_str()));
+    assert_eq!((o.coordinator_state.as_deref(), o.hanging, o.txn_start_offset), (Some("Ongoing"), false, 0));
+    assert_eq!(o.producer_id, p.producer_id_and_epoch().0);
+    p.abort().await.unwrap();
+    let mut tails = tail();
+    sinkhole_rig::checker::open_txn::explain(&servers, &t_open, &mut tails).await;
+    assert!(tails[0].open.is_empty(), "nothing open after the abort: {tails:?}");
 }

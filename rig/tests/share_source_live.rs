@@ -6,6 +6,9 @@
 //! - committed, killed before the acknowledgement: nothing lost, the group
 //!   redelivered committed records (delivery count 2) and they are
 //!   duplicated;
+//! - a stall past two locks at the lowest delivery limit: the group archives
+//!   records (seen by the sampler while the job ran) and hands none out a
+//!   third time;
 //! - no fault: clean, and the group's own view ends with lag 0.
 mod common;
 
@@ -108,6 +111,21 @@ fn without_faults_a_share_group_source_is_clean() {
         "{s}"
     );
     assert_eq!(s["acknowledged"], s["delivered"], "{s}");
+    assert_eq!(s["archived"], 0, "{s}");
+    assert!(s["state_samples"].as_u64().unwrap() > 0, "the state was sampled while the job ran: {s}");
     let report = std::fs::read_to_string(r.dir.join("report.html")).unwrap();
     assert!(report.contains("share group sinkhole-"), "the report shows the group's view");
+}
+
+#[test]
+fn the_delivery_limit_archives_what_a_stall_kept_past_two_locks() {
+    let _turn = common::serial();
+    let r = run("share-delivery-limit.yaml", 1204);
+    assert_eq!(r.legacy()["outcome"], "pass", "{}", r.legacy());
+    assert_eq!(r.count("lost"), 0, "a committed transaction carried every archived record");
+    assert!(r.count("archived") > 0, "{}", r.legacy());
+    let s = &r.verdict()["share"];
+    assert_eq!(s["max_delivery_count"], 2, "nothing was handed out past the limit: {s}");
+    assert!(s["archived_while_running"].as_u64().unwrap() > 0, "{s}");
+    assert!(!s["archived_ranges"].as_array().unwrap().is_empty(), "{s}");
 }

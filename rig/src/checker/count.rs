@@ -312,7 +312,12 @@ impl<'h> Counter<'h> {
         let uncommitted_tail: Vec<UncommittedTail> = partitions
             .iter()
             .filter(|d| !d.complete())
-            .map(|d| UncommittedTail { partition: d.partition, position: d.position, high_watermark: d.high_watermark })
+            .map(|d| UncommittedTail {
+                partition: d.partition,
+                position: d.position,
+                high_watermark: d.high_watermark,
+                open: vec![],
+            })
             .collect();
         self.counts.uncommitted_tail = uncommitted_tail.len() as u64;
         self.counts.lingering = self.history.lingering.len() as u64;

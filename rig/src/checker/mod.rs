@@ -27,6 +27,7 @@ pub mod count;
 pub mod drain;
 pub mod lingering;
 pub mod offline;
+pub mod open_txn;
 pub mod share;
 pub mod store;
 
@@ -169,6 +170,9 @@ pub struct UncommittedTail {
     pub partition: i32,
     pub position: i64,
     pub high_watermark: i64,
+    /// What holds it open, by the brokers' own answers ([`open_txn`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open: Vec<open_txn::OpenTxn>,
 }
 
 /// The checker's findings for one mode.
@@ -692,7 +696,10 @@ pub async fn check_mode(spec: &CheckSpec) -> Result<CheckReport, CheckerError> {
         Some(h) if h.exists() => HistoryIndex::from_events(&history::read(h)?.events),
         _ => HistoryIndex::default(),
     };
-    Ok(check(&spec.expected, &drained.records, &index, &drained.partitions))
+    let mut report = check(&spec.expected, &drained.records, &index, &drained.partitions);
+    let bootstrap: Vec<String> = spec.bootstrap.split(',').map(str::to_string).collect();
+    open_txn::explain(&bootstrap, &spec.topic, &mut report.uncommitted_tail).await;
+    Ok(report)
 }
 
 /// Re-checks a saved drain offline, streaming `drained.bin` (twice when
@@ -929,7 +936,10 @@ mod tests {
                 ..Counts::default()
             }
         );
-        assert_eq!(r.uncommitted_tail, vec![UncommittedTail { partition: 1, position: 31, high_watermark: 40 }]);
+        assert_eq!(
+            r.uncommitted_tail,
+            vec![UncommittedTail { partition: 1, position: 31, high_watermark: 40, open: vec![] }]
+        );
         assert_eq!(r.records_read, recs.len() as u64);
     }
 

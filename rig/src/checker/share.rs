@@ -9,6 +9,13 @@
 //!   available, the highest delivery count it kept, and the offset through
 //!   which every record is done. Which records are acquired right now no
 //!   client can read: lag minus what the state shows available;
+//! - from the same persisted state read every half second while the job ran
+//!   ([`ArchiveSeen`]): the records it showed archived at any point. The view
+//!   at the end alone would miss them: once every record before an archived
+//!   range is done, the share-partition start offset moves past it and the
+//!   state no longer lists it (`SharePartition.maybeUpdateCachedStateAndOffsets`
+//!   in the broker), so a run whose lag reaches 0 ends with nothing archived
+//!   in view even where the delivery limit ended a record's deliveries;
 //! - from the history: how many deliveries the workers saw, how many of them
 //!   were redeliveries (delivery count above 1: a lock ran out, a member went
 //!   away), a few examples, and what was acknowledged and refused.
@@ -30,6 +37,9 @@ pub struct PartitionView {
     pub archived: u64,
     pub available: u64,
     pub max_delivery_count: i16,
+    /// The archived offset ranges (first, last) the state showed at the end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archived_ranges: Vec<(i64, i64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -42,8 +52,21 @@ pub struct ShareView {
     pub ack: String,
     /// Records the group had not delivered for good at the end (sum of lags).
     pub lag: i64,
-    /// Input records the group archived (persisted state).
+    /// Input records the group archived: shown archived by its persisted
+    /// state at the end or in any sample taken while the job ran.
     pub archived: u64,
+    /// Of them, those only a sample taken while the job ran showed.
+    #[serde(default)]
+    pub archived_while_running: u64,
+    /// Archived ranges (partition, first, last offset) over the run, merged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archived_ranges: Vec<(i32, i64, i64)>,
+    /// Samples of the persisted state taken while the job ran, and how many
+    /// of them failed (a broker restarting, a coordinator moving).
+    #[serde(default)]
+    pub state_samples: u64,
+    #[serde(default)]
+    pub state_sample_errors: u64,
     /// Input records the state shows available again (released, or a lock ran out).
     pub available: u64,
     pub partitions: Vec<PartitionView>,
@@ -145,7 +168,10 @@ pub fn partition_view(partition: i32, start_offset: i64, lag: Option<i64>, st: &
     for b in &st.batches {
         let n = (b.last_offset - b.first_offset + 1).max(0) as u64;
         match b.state.as_str() {
-            "archived" => p.archived += n,
+            "archived" => {
+                p.archived += n;
+                p.archived_ranges.push((b.first_offset, b.last_offset));
+            }
             "available" => p.available += n,
             _ => {}
         }
@@ -182,6 +208,85 @@ async fn try_read_group(bootstrap: &[String], partitions: u32, v: &mut ShareView
     Ok(())
 }
 
+/// The archived offsets of each input partition the persisted state showed
+/// in any sample ([`sample_archived`]), so that records archived and then
+/// passed by the start offset still count (module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchiveSeen {
+    pub samples: u64,
+    pub errors: u64,
+    pub offsets: std::collections::BTreeMap<i32, std::collections::BTreeSet<i64>>,
+}
+
+impl ArchiveSeen {
+    /// Adds the archived batches of one partition's state.
+    pub fn add(&mut self, partition: i32, st: &SharePartitionState) {
+        for b in st.batches.iter().filter(|b| b.state == "archived") {
+            self.offsets.entry(partition).or_default().extend(b.first_offset..=b.last_offset);
+        }
+    }
+}
+
+/// One sample of every input partition's persisted state into `seen`: the
+/// stored leader epoch from DescribeShareGroupOffsets first (a share
+/// coordinator persists a higher epoch it is sent, fencing the real
+/// leader: `read_share_group_state`'s docs), then ReadShareGroupState.
+/// A partition without state yet (start offset -1) is skipped.
+pub async fn sample_archived(
+    client: &mut Client,
+    group: &str,
+    topic: &str,
+    topic_id: uuid::Uuid,
+    partitions: u32,
+    seen: &mut ArchiveSeen,
+) -> anyhow::Result<()> {
+    let parts: Vec<i32> = (0..partitions as i32).collect();
+    let (offsets, _) = client.describe_share_group_offsets(group, &[(topic.to_string(), parts.clone())]).await?;
+    for p in parts {
+        let Some(o) = offsets.partitions.iter().find(|o| o.topic == topic && o.partition == p) else { continue };
+        if o.start_offset < 0 {
+            continue;
+        }
+        let st = client.read_share_group_state(group, topic_id, p, o.leader_epoch).await?;
+        if st.error.is_none() {
+            seen.add(p, &st);
+        }
+    }
+    Ok(())
+}
+
+/// Merges what the samples saw into the view read at the end: `archived`
+/// becomes the union of both, `archived_ranges` its ranges.
+pub fn merge_archived(v: &mut ShareView, seen: &ArchiveSeen) {
+    let mut all = seen.offsets.clone();
+    let mut at_end = 0u64;
+    for p in &v.partitions {
+        for &(a, b) in &p.archived_ranges {
+            all.entry(p.partition).or_default().extend(a..=b);
+            at_end += (b - a + 1).max(0) as u64;
+        }
+    }
+    let total: u64 = all.values().map(|s| s.len() as u64).sum();
+    v.archived = total;
+    v.archived_while_running = total - at_end.min(total);
+    v.state_samples = seen.samples;
+    v.state_sample_errors = seen.errors;
+    v.archived_ranges =
+        all.iter().flat_map(|(&p, offs)| ranges(offs).into_iter().map(move |(a, b)| (p, a, b))).collect();
+}
+
+/// Consecutive offsets as (first, last) ranges.
+fn ranges(offs: &std::collections::BTreeSet<i64>) -> Vec<(i64, i64)> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for &o in offs {
+        match out.last_mut() {
+            Some((_, last)) if *last + 1 == o => *last = o,
+            _ => out.push((o, o)),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +295,34 @@ mod tests {
 
     fn batch(first: i64, last: i64, state: &str, count: i16) -> StateBatch {
         StateBatch { first_offset: first, last_offset: last, state: state.into(), delivery_count: count }
+    }
+
+    #[test]
+    fn archived_records_seen_while_running_count_once_the_start_offset_has_passed_them() {
+        let st = |start, batches| SharePartitionState {
+            partition: 0,
+            error: None,
+            state_epoch: 1,
+            start_offset: start,
+            batches,
+        };
+        let mut seen = ArchiveSeen::default();
+        // A sample while running: 10..=12 archived (their delivery limit), 13 acquired.
+        seen.add(0, &st(10, vec![batch(10, 12, "archived", 2), batch(13, 13, "available", 1)]));
+        seen.add(0, &st(10, vec![batch(11, 14, "archived", 2)]));
+        seen.samples = 2;
+        // At the end the start offset is past them; partition 1 still shows 40..=41.
+        let mut v = ShareView::default();
+        v.partitions.push(partition_view(0, 20, Some(0), &st(20, vec![])));
+        v.partitions.push(partition_view(1, 40, Some(0), &st(40, vec![batch(40, 41, "archived", 2)])));
+        assert_eq!(v.partitions[1].archived_ranges, [(40, 41)]);
+        merge_archived(&mut v, &seen);
+        assert_eq!((v.archived, v.archived_while_running, v.state_samples), (7, 5, 2));
+        assert_eq!(v.archived_ranges, [(0, 10, 14), (1, 40, 41)]);
+        // Nothing sampled, nothing at the end: nothing archived.
+        let mut empty = ShareView::default();
+        merge_archived(&mut empty, &ArchiveSeen::default());
+        assert_eq!((empty.archived, empty.archived_while_running), (0, 0));
     }
 
     #[test]

@@ -27,6 +27,8 @@ struct Prepared {
     dir: PathBuf,
     topic: String,
     tail: Option<latency::tail::Tail>,
+    /// A share-group source's state sampler (records archived while running).
+    share_watch: Option<super::share::Watch>,
 }
 
 /// Creates the mode's topic and starts its live read_committed tail (for
@@ -59,7 +61,8 @@ async fn prepare(plan: &Plan, cluster: &dyn Cluster, mode: SinkMode) -> anyhow::
             None
         }
     };
-    Ok(Prepared { mode, dir, topic, tail })
+    let share_watch = super::share::Watch::start(cluster.bootstrap_list(), s, &topic);
+    Ok(Prepared { mode, dir, topic, tail, share_watch })
 }
 
 /// The row of a mode the rig itself failed to run: no verdict on the sink
@@ -200,7 +203,11 @@ async fn judge(
     premises: Vec<PremiseRecord>,
 ) -> anyhow::Result<(ModeSummary, Option<u64>)> {
     let s = &plan.scenario;
-    let Prepared { mode, dir, topic, tail } = p;
+    let Prepared { mode, dir, topic, tail, share_watch } = p;
+    let archive_seen = match share_watch {
+        Some(w) => Some(w.stop().await),
+        None => None,
+    };
     let seen = match tail {
         Some(t) => t.stop().await.map_err(|e| progress(&format!("{mode}: visibility tail: {e:#}"))).ok(),
         None => None,
@@ -225,7 +232,7 @@ async fn judge(
         Some(checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
     };
     let share_view = match report.as_mut() {
-        Some(r) => super::share::view(&bootstrap_list(&bootstrap), s, &topic, &outcome.history, r).await,
+        Some(r) => super::share::view(&bootstrap_list(&bootstrap), s, &topic, &outcome.history, r, archive_seen).await,
         None => None,
     };
     let mut v = verdict::build(VerdictInput {

@@ -11,7 +11,9 @@ use sinkhole_workloads::producer::{InitOptions, ProducerConfig, TxnProducer};
 use sinkhole_workloads::source::record_of;
 use sinkhole_workloads::wire::client::{Client, ClientConfig};
 
-use crate::checker::share::{read_group, record_story, tally_history, ShareView};
+use crate::checker::share::{
+    merge_archived, read_group, record_story, sample_archived, tally_history, ArchiveSeen, ShareView,
+};
 use crate::scenario::{Scenario, ShareSpec};
 
 /// Refuses a broker without usable share groups: `share.version` finalized
@@ -130,6 +132,73 @@ pub async fn prepare(bootstrap: &[String], s: &Scenario, run_id: &str, topic: &s
     )))
 }
 
+/// How often [`Watch`] samples the persisted state: often enough to see a
+/// range archived before the start offset passes it, which takes at least
+/// an acknowledgement round of the records before it (a checkpoint).
+const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+/// A sample that takes longer (a broker restarting) is given up and counted.
+const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Samples mode `topic`'s share-group state while its job runs, for the
+/// records archived during the run ([`crate::checker::share`]'s docs): a
+/// task beside the job, like the visibility tail, reading only (the stored
+/// leader epoch, never a higher one).
+pub struct Watch {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<ArchiveSeen>,
+}
+
+impl Watch {
+    /// Starts sampling when `s` has a share-group source; `None` otherwise.
+    pub fn start(bootstrap: Vec<String>, s: &Scenario, topic: &str) -> Option<Watch> {
+        let (sh, input) = (s.share_source()?, crate::runner::share_input(s, topic)?);
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut seen = ArchiveSeen::default();
+            let mut conn: Option<(Client, uuid::Uuid)> = None;
+            loop {
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    _ = tokio::time::sleep(SAMPLE_EVERY) => {}
+                }
+                let one = async {
+                    if conn.is_none() {
+                        let mut c = Client::connect(&bootstrap, ClientConfig::default()).await?;
+                        let md = c.metadata(Some(std::slice::from_ref(&input.input_topic))).await?;
+                        let id = md
+                            .topic(&input.input_topic)
+                            .map(|t| t.topic_id)
+                            .ok_or_else(|| anyhow!("no input topic"))?;
+                        conn = Some((c, id));
+                    }
+                    let (c, id) = conn.as_mut().expect("connected above");
+                    sample_archived(c, &input.group_id, &input.input_topic, *id, sh.partitions, &mut seen).await
+                };
+                match tokio::time::timeout(SAMPLE_TIMEOUT, one).await {
+                    Ok(Ok(())) => seen.samples += 1,
+                    Ok(Err(e)) => {
+                        tracing::debug!("share state sample: {e:#}");
+                        seen.errors += 1;
+                        conn = None;
+                    }
+                    Err(_) => {
+                        seen.errors += 1;
+                        conn = None;
+                    }
+                }
+            }
+            seen
+        });
+        Some(Watch { stop, task })
+    }
+
+    /// Stops sampling and returns what the samples saw.
+    pub async fn stop(self) -> ArchiveSeen {
+        let _ = self.stop.send(true);
+        self.task.await.unwrap_or_default()
+    }
+}
+
 /// The share group's view at the end ([`crate::checker::share`]), its
 /// counts moved into the report's: redelivered and archived join the counts
 /// an expectation can name, and the nonmonotonic count (a share group hands
@@ -140,6 +209,7 @@ pub async fn view(
     topic: &str,
     history: &std::path::Path,
     report: &mut crate::checker::CheckReport,
+    seen: Option<ArchiveSeen>,
 ) -> Option<ShareView> {
     let (sh, input) = (s.share_source()?, crate::runner::share_input(s, topic)?);
     let mut v = ShareView {
@@ -160,6 +230,7 @@ pub async fn view(
         Err(e) => v.error = Some(format!("reading the history: {e}")),
     }
     read_group(bootstrap, sh.partitions, &mut v).await;
+    merge_archived(&mut v, &seen.unwrap_or_default());
     v.out_of_order = std::mem::take(&mut report.counts.nonmonotonic);
     report.examples.nonmonotonic.clear();
     report.counts.redelivered = v.redelivered;

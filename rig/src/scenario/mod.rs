@@ -339,7 +339,8 @@ pub enum CountName {
     /// ran out, a member went away), as the workers saw them.
     Redelivered,
     /// Share-group source: input records the group archived (the delivery
-    /// limit), by its own persisted state at the end.
+    /// limit), by its own persisted state at the end or sampled while the
+    /// job ran.
     Archived,
     /// A transaction an earlier attempt left open, still open after a restore.
     Lingering,

@@ -60,6 +60,7 @@ pub mod client;
 pub mod connection;
 pub mod create_topics;
 pub mod describe_configs;
+pub mod describe_producers;
 pub mod describe_quorum;
 pub mod describe_share_group_offsets;
 pub mod describe_transactions;

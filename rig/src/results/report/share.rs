@@ -1,5 +1,6 @@
 //! A share-group source's table in the Anomalies section: the group's own
-//! view at the end (lag, archived and available records, the delivery counts
+//! view at the end (lag, archived records — with those only the samples
+//! taken while the job ran showed — available records, the delivery counts
 //! its persisted state kept) next to what the workers saw (deliveries,
 //! redeliveries with examples, acknowledgements the broker refused).
 use std::fmt::Write as _;
@@ -14,6 +15,13 @@ pub(super) fn share_table(out: &mut String, s: &ShareView) {
         ("input topic", s.input_topic.clone()),
         ("lag at the end", s.lag.to_string()),
         ("archived", s.archived.to_string()),
+        (
+            "of them seen only while running",
+            format!(
+                "{} ({} state samples, {} failed)",
+                s.archived_while_running, s.state_samples, s.state_sample_errors
+            ),
+        ),
         ("available again", s.available.to_string()),
         ("deliveries seen", s.delivered.to_string()),
         ("redelivered (count > 1)", s.redelivered.to_string()),
@@ -38,6 +46,12 @@ pub(super) fn share_table(out: &mut String, s: &ShareView) {
             p.max_delivery_count,
             p.error.as_deref().map(|e| format!(", {}", esc(e))).unwrap_or_default()
         );
+    }
+    if !s.archived_ranges.is_empty() {
+        let shown: Vec<String> = s.archived_ranges.iter().take(8).map(|(p, a, b)| format!("{p}:{a}–{b}")).collect();
+        let more = s.archived_ranges.len().saturating_sub(shown.len());
+        let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+        let _ = write!(out, "<tr><th>archived ranges (partition:offsets)</th><td>{}{tail}</td></tr>", shown.join(", "));
     }
     if let Some(e) = &s.error {
         let _ = write!(out, "<tr><th>group view</th><td>{}</td></tr>", esc(e));

@@ -373,19 +373,13 @@ impl<L: Launcher> Coordinator<L> {
                         checkpoint: *checkpoint,
                         transactional_id: transactional_id.clone(),
                     }),
-                    EventKind::ShareAcknowledged { checkpoint, .. } => {
-                        Some(JobEvent::Acknowledged { subtask: s, checkpoint: *checkpoint })
-                    }
+                    EventKind::ShareAcknowledged { .. } => share_ack_notice(&event)
+                        .map(|(checkpoint, _)| JobEvent::Acknowledged { subtask: s, checkpoint }),
                     _ => None,
                 };
                 // Acknowledged at n's barrier (before-commit, at-poll): n completes,
                 // and so commits, only once the nemesis lets go of the report.
-                let hold = match &event {
-                    EventKind::ShareAcknowledged { checkpoint, policy, .. } if *policy != AckPolicy::AfterCommit => {
-                        Some(Point::Complete(*checkpoint))
-                    }
-                    _ => None,
-                };
+                let hold = share_ack_notice(&event).and_then(|(_, hold)| hold);
                 self.history.record_at(at, Source::Worker { subtask: s }, event).context("writing the history")?;
                 match (job_event, hold) {
                     (Some(e), Some(point)) => self.notice_held(at, e, point),
@@ -696,5 +690,50 @@ impl<L: Launcher> Coordinator<L> {
     /// The distinct hooks in `withheld`.
     pub(super) fn hooks_in(withheld: &BTreeMap<u32, (usize, Option<u64>)>) -> BTreeSet<usize> {
         withheld.values().map(|(k, _)| *k).collect()
+    }
+}
+
+/// What a share acknowledgement tells the nemesis: the checkpoint it was
+/// for, and the point held until the nemesis lets go (acknowledged at n's
+/// barrier, under `before-commit` and `at-poll`: n completes, and so
+/// commits, only after the fault is in place). Only an acknowledgement the
+/// broker took counts: one it refused for every record (their locks had run
+/// out: INVALID_RECORD_STATE) acknowledged nothing, and a kill after it
+/// would not be a kill between the acknowledgement and the commit; the
+/// trigger waits for a later one that took effect.
+fn share_ack_notice(event: &EventKind) -> Option<(u64, Option<Point>)> {
+    match event {
+        EventKind::ShareAcknowledged { checkpoint, policy, records, refused, .. } if records > refused => {
+            Some((*checkpoint, (*policy != AckPolicy::AfterCommit).then_some(Point::Complete(*checkpoint))))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(policy: AckPolicy, records: u64, refused: u64) -> EventKind {
+        EventKind::ShareAcknowledged {
+            checkpoint: 3,
+            policy,
+            records,
+            ranges: vec![],
+            refused,
+            errors: Default::default(),
+            latency_us: 0,
+        }
+    }
+
+    #[test]
+    fn an_acknowledgement_counts_only_if_the_broker_took_some_of_it() {
+        assert_eq!(share_ack_notice(&ack(AckPolicy::BeforeCommit, 100, 0)), Some((3, Some(Point::Complete(3)))));
+        assert_eq!(share_ack_notice(&ack(AckPolicy::AtPoll, 100, 99)), Some((3, Some(Point::Complete(3)))));
+        assert_eq!(share_ack_notice(&ack(AckPolicy::AfterCommit, 100, 0)), Some((3, None)), "nothing to hold");
+        // Every ACCEPT refused (the locks ran out): nothing was acknowledged.
+        assert_eq!(share_ack_notice(&ack(AckPolicy::BeforeCommit, 100, 100)), None);
+        assert_eq!(share_ack_notice(&ack(AckPolicy::AfterCommit, 0, 0)), None);
+        assert_eq!(share_ack_notice(&EventKind::ShareJoined { group: "g".into(), member_id: "m".into() }), None);
     }
 }
