@@ -104,21 +104,7 @@ pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.Stan
 /// later step) wrote: the three listener lines get the new entry appended.
 pub fn with_sink_listener(text: &str, port: u16, user: &str, password: &str) -> String {
     let l = SINK_LISTENER;
-    let mut out = String::with_capacity(text.len() + 512);
-    for line in text.lines() {
-        let extra = if line.starts_with("listeners=") || line.starts_with("advertised.listeners=") {
-            Some(format!(",{l}://127.0.0.1:{port}"))
-        } else if line.starts_with("listener.security.protocol.map=") {
-            Some(format!(",{l}:SASL_PLAINTEXT"))
-        } else {
-            None
-        };
-        out.push_str(line);
-        if let Some(e) = extra {
-            out.push_str(&e);
-        }
-        out.push('\n');
-    }
+    let mut out = with_listener(text, l, "SASL_PLAINTEXT", port);
     let lower = l.to_ascii_lowercase();
     let _ = writeln!(out, "# the sink's own principal ({l} listener) under an authorizer");
     // SCRAM-SHA-512 too, for users the rig gives SCRAM credentials (AlterUserScramCredentials):
@@ -135,6 +121,31 @@ pub fn with_sink_listener(text: &str, port: u16, user: &str, password: &str) -> 
     );
     let _ = writeln!(out, "authorizer.class.name={STANDARD_AUTHORIZER}");
     let _ = writeln!(out, "super.users={RIG_PRINCIPAL}");
+    out
+}
+
+/// Adds to a rendered `server.properties` a listener `name` on 127.0.0.1:`port` with security
+/// protocol `protocol` (`SSL`, `SASL_SSL`, …): the `listeners`, `advertised.listeners` and
+/// `listener.security.protocol.map` lines get the new entry appended. What the listener needs
+/// besides (its keystore, its SASL mechanisms and JAAS login modules, as Kafka's
+/// `listener.name.<name>.*` settings) comes from the broker settings; inter-broker and
+/// controller traffic stay on their PLAINTEXT listeners.
+pub fn with_listener(text: &str, name: &str, protocol: &str, port: u16) -> String {
+    let mut out = String::with_capacity(text.len() + 128);
+    for line in text.lines() {
+        let extra = if line.starts_with("listeners=") || line.starts_with("advertised.listeners=") {
+            Some(format!(",{name}://127.0.0.1:{port}"))
+        } else if line.starts_with("listener.security.protocol.map=") {
+            Some(format!(",{name}:{protocol}"))
+        } else {
+            None
+        };
+        out.push_str(line);
+        if let Some(e) = extra {
+            out.push_str(&e);
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -201,6 +212,19 @@ mod tests {
         assert!(text.contains("listener.name.sink.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n"));
         assert!(text.contains("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"));
         assert!(text.contains("super.users=User:ANONYMOUS\n"));
+        assert!(text.contains("inter.broker.listener.name=PLAINTEXT\n"), "inter-broker stays PLAINTEXT");
+    }
+
+    #[test]
+    fn an_extra_listener_joins_the_three_listener_lines() {
+        let nodes = [NodeAddr { node_id: 1, broker_port: 1001, controller_port: 1002 }];
+        let text = with_listener(&render(nodes[0], &nodes, "/d", &BTreeMap::new()), "SECURE", "SASL_SSL", 1004);
+        assert!(text
+            .contains("\nlisteners=PLAINTEXT://127.0.0.1:1001,CONTROLLER://127.0.0.1:1002,SECURE://127.0.0.1:1004\n"));
+        assert!(text.contains("\nadvertised.listeners=PLAINTEXT://127.0.0.1:1001,SECURE://127.0.0.1:1004\n"));
+        assert!(
+            text.contains("listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SASL_SSL\n")
+        );
         assert!(text.contains("inter.broker.listener.name=PLAINTEXT\n"), "inter-broker stays PLAINTEXT");
     }
 

@@ -283,6 +283,28 @@ mod tests {
     }
 
     #[test]
+    fn flink_kafkasink_is_refused_on_a_secured_listener() {
+        let dir = std::env::temp_dir().join(format!("sinkhole-ext-flink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ca.pem"), "").unwrap();
+        let text = |security: &str| {
+            format!(
+                "name: ext\ncluster:\n  brokers: 1\n  backend: external\n  external:\n    bootstrap: [127.0.0.1:9093]\n    \
+                 security: {security}\ntopic: {{partitions: 1, replication_factor: 1}}\njob: {{parallelism: 1, \
+                 records_per_subtask: 10, rate_per_subtask: 10, checkpoint_interval_ms: 1000, \
+                 transaction_timeout_ms: 60000, restart_delay_ms: 500}}\nmodes: [legacy, flink-kafkasink]\n"
+            )
+        };
+        let ssl = format!("{{protocol: SSL, ca_file: {}}}", dir.join("ca.pem").display());
+        let e = crate::scenario::from_str(&text(&ssl), "ext.yaml").unwrap_err().to_string();
+        assert!(e.contains("modes: flink-kafkasink gets no client security settings"), "{e}");
+        // On a PLAINTEXT listener the mode is taken.
+        let plain = crate::scenario::from_str(&text("{protocol: PLAINTEXT}"), "ext.yaml");
+        assert!(plain.is_ok(), "{}", plain.err().map(|e| e.render()).unwrap_or_default());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_file_s_problems_are_located_at_their_fields() {
         let text = "name: ext\ncluster:\n  brokers: 3\n  backend: external\n  external:\n    bootstrap: [nohost]\n    \
                     security: {protocol: SASL_SSL, mechanism: SCRAM-SHA-512, username: sink}\n    commands:\n      \

@@ -249,6 +249,21 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
             "the rig cannot set up an authorizer on a cluster it did not start: give the sink's credentials in cluster.external.security".into(),
         );
     }
+    // The Flink job's KafkaSink is given the bootstrap only (subjects/flink's JobArgs): on a TLS
+    // or SASL listener it would speak PLAINTEXT and never get in. Refused before anything starts.
+    let secured = c
+        .external
+        .as_ref()
+        .and_then(|e| e.security.as_ref())
+        .is_some_and(|sec| sec.protocol.tls() || sec.protocol.sasl());
+    if c.backend == Backend::External && flink_mode && secured {
+        bad(
+            vec![key("modes")],
+            "flink-kafkasink gets no client security settings (the Flink job is given the bootstrap only): \
+             run it against a PLAINTEXT listener, or drop the mode"
+                .into(),
+        );
+    }
     if c.proxy == Some(false) {
         for (i, f) in s.faults.iter().enumerate() {
             let k = f.kind.kind();

@@ -86,6 +86,12 @@ pub struct LocalSpec {
     /// Put the rig's Kafka-aware proxy in front of every listener, with this
     /// seed (None: no proxy). See [`LocalCluster::proxy`].
     pub proxy: Option<u64>,
+    /// More client listeners on every node, as (name, security protocol), e.g.
+    /// `("SECURE", "SASL_SSL")`, each on a free loopback port ([`config::with_listener`]);
+    /// their keystores and SASL settings come from `broker_config`
+    /// (`listener.name.secure.…`). [`LocalCluster::listener_bootstrap`] finds them again.
+    /// The tests of the client security against real TLS and SASL_SSL listeners.
+    pub listeners: Vec<(String, String)>,
     /// The brokers' class-data archive (default: the one `sinkhole setup` made, see [`cds`]).
     pub class_archive: cds::ClassArchive,
 }
@@ -105,6 +111,7 @@ impl LocalSpec {
             remove_dir_on_teardown: false,
             sink_sasl: None,
             proxy: None,
+            listeners: Vec::new(),
         }
     }
 }
@@ -151,7 +158,13 @@ impl LocalCluster {
         spec.dir = std::path::absolute(&spec.dir).map_err(io(format!("resolving {}", spec.dir.display())))?;
         fs::create_dir_all(&spec.dir).map_err(io(format!("creating {}", spec.dir.display())))?;
         let cluster_id = new_cluster_id();
-        let sink_ports = if spec.sink_sasl.is_some() { sink_ports(&addrs)? } else { vec![] };
+        let sink_ports = if spec.sink_sasl.is_some() { sink_ports(&addrs, &[])? } else { vec![] };
+        // One port per node for each extra listener, distinct from every other port chosen.
+        let mut extra_ports: Vec<Vec<u16>> = Vec::new();
+        for _ in &spec.listeners {
+            let taken: Vec<u16> = sink_ports.iter().chain(extra_ports.iter().flatten()).copied().collect();
+            extra_ports.push(setup::sink_ports(&addrs, &taken)?);
+        }
         let proxied = match spec.proxy {
             Some(_) => Some(ports::allocate_proxy(&addrs, &sink_ports)?),
             None => None,
@@ -165,6 +178,9 @@ impl LocalCluster {
             if let Some(sasl) = &spec.sink_sasl {
                 let port = sink_ports[nodes.len()];
                 text = config::with_sink_listener(&text, port, &sasl.username, &sasl.password);
+            }
+            for ((name, protocol), ports) in spec.listeners.iter().zip(&extra_ports) {
+                text = config::with_listener(&text, name, protocol, ports[nodes.len()]);
             }
             if let Some(p) = &proxied {
                 text = config::via_proxy(&text, &addrs, p);
@@ -209,6 +225,20 @@ impl LocalCluster {
 
     pub fn node(&self, id: i32) -> Result<&LocalNode, ClusterError> {
         Ok(&self.nodes[self.index(id)?])
+    }
+
+    /// Every node's `host:port` on listener `name` (one of [`LocalSpec::listeners`]), read back
+    /// from the nodes' `server.properties`; empty when no node has it.
+    pub fn listener_bootstrap(&self, name: &str) -> Vec<String> {
+        let prefix = format!("{name}://");
+        self.nodes
+            .iter()
+            .filter_map(|n| fs::read_to_string(n.config_path()).ok())
+            .flat_map(|text| {
+                let line = text.lines().find_map(|l| l.strip_prefix("listeners=")).unwrap_or_default().to_string();
+                line.split(',').filter_map(|l| l.strip_prefix(&prefix)).map(str::to_string).collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     pub fn status(&mut self) -> Vec<NodeStatus> {

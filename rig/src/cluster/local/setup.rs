@@ -12,10 +12,11 @@ use crate::cluster::ports::PortError;
 use crate::cluster::ClusterError;
 use crate::procs::{self, Lifetime};
 
-/// One loopback port per node for the sink listener, distinct from each
-/// other and from the nodes' own ports.
-pub(super) fn sink_ports(addrs: &[NodeAddr]) -> Result<Vec<u16>, ClusterError> {
+/// One loopback port per node for the sink listener (or an extra listener), distinct from each
+/// other, from the nodes' own ports and from `also` (ports already chosen for other listeners).
+pub(super) fn sink_ports(addrs: &[NodeAddr], also: &[u16]) -> Result<Vec<u16>, ClusterError> {
     let mut taken: Vec<u16> = addrs.iter().flat_map(|a| [a.broker_port, a.controller_port]).collect();
+    taken.extend_from_slice(also);
     let mut out = Vec::new();
     let mut tries = 0;
     while out.len() < addrs.len() {
