@@ -300,6 +300,49 @@ async fn delay_holds_frames_in_order_and_remove_releases_them() {
     proxy.shutdown().await;
 }
 
+/// KAFKA-17754's interleaving (docs/PROTOCOL.md §1.9): a held request still
+/// reaches the broker after the client gave up on its connection, and a
+/// retry the client sends on a new connection overtakes it. Java's
+/// `NetworkClient` closes a connection whose request timed out and
+/// `TransactionManager` re-sends the request on a new one; the bytes of the
+/// first one, already on their way, are not called back by that close.
+#[tokio::test]
+async fn a_held_request_outlives_the_clients_close_and_a_retry_overtakes_it() {
+    let (fake, proxy, listen) = setup(7).await;
+    let id = proxy.add(rule(
+        "late-commit",
+        Match {
+            api_keys: vec![ApiKey::EndTxn as i16],
+            frames: Some(Frames::Request),
+            nth: Some(1),
+            ..Match::default()
+        },
+        Action::Delay { delay_ms: 400, jitter_ms: 0 },
+    ));
+    let t0 = Instant::now();
+    let mut first = Client::connect(listen).await;
+    first.send(&request(ApiKey::EndTxn, 4, 1, W0, &end_txn("t"))).await;
+    assert!(first.recv(Duration::from_millis(100)).await.is_none(), "held");
+    // The client times out and closes the connection (FIN), then retries.
+    drop(first);
+    let mut retry = Client::connect(listen).await;
+    retry.send(&request(ApiKey::EndTxn, 4, 2, W0, &end_txn("t"))).await;
+    assert_eq!(corr_of(&retry.recv(SEC).await.expect("the retry is answered")), 2);
+    assert!(t0.elapsed() < Duration::from_millis(390), "the retry was not held");
+    assert_eq!(fake.seen_corrs(), vec![2], "only the retry so far");
+    // The first request arrives late, on the connection the client left.
+    let deadline = Instant::now() + SEC;
+    while fake.seen_corrs().len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(fake.seen_corrs(), vec![2, 1], "the late request reached the broker after the retry");
+    assert!(t0.elapsed() >= Duration::from_millis(390), "held only {:?}", t0.elapsed());
+    let stats = proxy.remove(id);
+    assert_eq!((stats.matched, stats.delayed), (2, 1));
+    assert!(stats.samples[0].contains("corr 1") && stats.samples[0].contains("delayed 400 ms"), "{:?}", stats.samples);
+    proxy.shutdown().await;
+}
+
 #[tokio::test]
 async fn throttle_paces_a_link_to_its_rate_in_order_and_remove_releases_it() {
     let (_fake, proxy, listen) = setup(7).await;

@@ -4,11 +4,25 @@
 //! (`TransactionAbortStrategyImpl`).
 use std::collections::BTreeSet;
 
+use crate::model::SinkMode;
+
 /// `{prefix}-{subtask}-{checkpoint}`, where `checkpoint` is the checkpoint
 /// whose barrier will pre-commit the transaction (Flink's
 /// `TransactionalIdFactory.buildTransactionalId`).
 pub fn transactional_id(prefix: &str, subtask: u32, checkpoint: u64) -> String {
     format!("{prefix}-{subtask}-{checkpoint}")
+}
+
+/// The transactional id subtask `subtask` of `mode` writes checkpoint
+/// `checkpoint`'s records under: [`transactional_id`] for the modes after
+/// Flink's KafkaSink; `rdkafka-txn`'s one id per subtask, `{prefix}-{subtask}`,
+/// which its librdkafka producer keeps from one transaction to the next (as a
+/// plain transactional producer does; docs/PROTOCOL.md §1.9).
+pub fn transactional_id_of(mode: SinkMode, prefix: &str, subtask: u32, checkpoint: u64) -> String {
+    match mode {
+        SinkMode::RdkafkaTxn => format!("{prefix}-{subtask}"),
+        _ => transactional_id(prefix, subtask, checkpoint),
+    }
 }
 
 /// The checkpoint offset of the first transaction of an attempt: the one
@@ -88,6 +102,15 @@ impl LingeringProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rdkafka_txn_keeps_one_id_per_subtask_the_others_one_per_checkpoint() {
+        assert_eq!(transactional_id_of(SinkMode::RdkafkaTxn, "p", 1, 7), "p-1");
+        assert_eq!(transactional_id_of(SinkMode::RdkafkaTxn, "p", 1, 8), "p-1");
+        for mode in [SinkMode::Legacy, SinkMode::TwopcInject, SinkMode::Kip939] {
+            assert_eq!(transactional_id_of(mode, "p", 1, 7), "p-1-7");
+        }
+    }
 
     #[test]
     fn incrementing_names() {

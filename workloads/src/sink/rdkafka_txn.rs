@@ -37,7 +37,7 @@ pub struct RdkafkaTxnSink {
 
 impl RdkafkaTxnSink {
     pub fn new(cfg: &WorkerConfig) -> Result<RdkafkaTxnSink, SinkError> {
-        let tid = format!("{}-{}", cfg.tid_prefix, cfg.subtask);
+        let tid = super::naming::transactional_id_of(cfg.mode, &cfg.tid_prefix, cfg.subtask, 0);
         let mut c = rdkafka_common::client_config(cfg);
         // librdkafka refuses a message timeout above the transaction timeout.
         let message_timeout = cfg.transaction_timeout_ms.clamp(1, 120_000);

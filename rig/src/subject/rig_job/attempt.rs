@@ -341,6 +341,6 @@ impl<L: Launcher> Coordinator<L> {
             (None, Some(r)) => r + 1,
             (None, None) => 1,
         };
-        sinkhole_workloads::sink::naming::transactional_id(&self.cfg.tid_prefix, s, n)
+        sinkhole_workloads::sink::naming::transactional_id_of(self.cfg.mode, &self.cfg.tid_prefix, s, n)
     }
 }

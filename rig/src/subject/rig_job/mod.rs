@@ -85,6 +85,7 @@ pub enum Aim {
 pub struct Handle {
     commands: mpsc::UnboundedSender<Command>,
     parallelism: u32,
+    mode: SinkMode,
     tid_prefix: String,
 }
 
@@ -116,7 +117,7 @@ impl Subject for Handle {
     }
 
     fn transactional_id(&self, subtask: u32, checkpoint: u64) -> String {
-        sinkhole_workloads::sink::naming::transactional_id(&self.tid_prefix, subtask, checkpoint)
+        sinkhole_workloads::sink::naming::transactional_id_of(self.mode, &self.tid_prefix, subtask, checkpoint)
     }
 
     async fn open_transaction(&self, subtask: u32) -> String {
@@ -169,7 +170,12 @@ pub fn start<L: Launcher + 'static>(
 ) -> anyhow::Result<Running> {
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let (notice_tx, notices) = mpsc::unbounded_channel();
-    let handle = Handle { commands: cmd_tx, parallelism: cfg.job.parallelism, tid_prefix: cfg.tid_prefix.clone() };
+    let handle = Handle {
+        commands: cmd_tx,
+        parallelism: cfg.job.parallelism,
+        mode: cfg.mode,
+        tid_prefix: cfg.tid_prefix.clone(),
+    };
     let coordinator = Coordinator::new(cfg, launcher, history, bootstrap, cmd_rx, notice_tx)?;
     let done = tokio::spawn(coordinator.run());
     Ok(Running { handle, notices, done })
