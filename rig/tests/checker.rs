@@ -172,10 +172,16 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
         assert!(p.complete(), "{p:?}");
     }
     let p2 = &r.partitions[2];
+    assert_eq!(r.uncommitted_tail.len(), 1);
+    let tail = &r.uncommitted_tail[0];
     assert_eq!(
-        r.uncommitted_tail,
-        vec![UncommittedTail { partition: 2, position: p2.position, high_watermark: p2.high_watermark, open: vec![] }]
+        UncommittedTail { open: vec![], ..tail.clone() },
+        UncommittedTail { partition: 2, position: p2.position, high_watermark: p2.high_watermark, open: vec![] }
     );
+    // The brokers name what holds it: it-c, still Ongoing (not a hanging one).
+    assert_eq!(tail.open.len(), 1, "{tail:?}");
+    assert_eq!(tail.open[0].transactional_id.as_deref(), Some("it-c"), "{tail:?}");
+    assert_eq!((tail.open[0].coordinator_state.as_deref(), tail.open[0].hanging), (Some("Ongoing"), false));
     assert!(p2.position < p2.high_watermark);
     // read_committed saw 18 distinct + 2 duplicates + 1 foreign record
     assert_eq!(r.records_read, 21);
