@@ -74,6 +74,58 @@ pub async fn leader_of(bootstrap: &[String], topic: &str, partition: i32) -> Res
     }
 }
 
+/// The `__transaction_state` partition that holds `transactional_id`, for a log of `partitions`
+/// partitions: Kafka's `TransactionStateManager.partitionFor`, `Utils.abs(id.hashCode) % n`, with
+/// Java's `String.hashCode` over UTF-16 code units and `Utils.abs` mapping `Int.MinValue` to 0.
+pub fn txn_log_partition(transactional_id: &str, partitions: i32) -> i32 {
+    let hash = transactional_id.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
+    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
+    abs % partitions.max(1)
+}
+
+/// Where `transactional_id`'s transaction state is written now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnLogPlacement {
+    /// The `__transaction_state` partition.
+    pub partition: i32,
+    /// Its leader: the transaction coordinator.
+    pub leader: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+}
+
+impl TxnLogPlacement {
+    /// The follower a fault should stop: an in-sync replica other than the leader, lowest id
+    /// first, else any other replica.
+    pub fn follower(&self) -> Option<i32> {
+        let mut others: Vec<i32> = self.replicas.iter().copied().filter(|&r| r != self.leader).collect();
+        others.sort_unstable();
+        others.iter().copied().find(|r| self.isr.contains(r)).or_else(|| others.first().copied())
+    }
+}
+
+/// The `__transaction_state` partition of `transactional_id`, its leader, replicas and ISR now
+/// (Metadata of the internal topic).
+pub async fn txn_log_placement(bootstrap: &[String], transactional_id: &str) -> Result<TxnLogPlacement, ClusterError> {
+    const TOPIC: &str = "__transaction_state";
+    let mut client = lookup_client(bootstrap).await?;
+    let md = client
+        .metadata(Some(&[TOPIC.to_string()]))
+        .await
+        .map_err(|e| ClusterError::Lookup(format!("Metadata: {e}")))?;
+    let t = md.topic(TOPIC).ok_or_else(|| ClusterError::Lookup(format!("Metadata has no topic {TOPIC}")))?;
+    if let Some(e) = t.error {
+        return Err(ClusterError::Lookup(format!("Metadata of {TOPIC}: {e}")));
+    }
+    let partition = txn_log_partition(transactional_id, t.partitions.len() as i32);
+    let p = t
+        .partitions
+        .iter()
+        .find(|p| p.partition == partition)
+        .ok_or_else(|| ClusterError::Lookup(format!("{TOPIC} has no partition {partition}")))?;
+    Ok(TxnLogPlacement { partition, leader: p.leader, replicas: p.replicas.clone(), isr: p.isr.clone() })
+}
+
 /// How many partitions (all topics) have fewer in-sync replicas than replicas now (Metadata).
 pub async fn under_replicated(bootstrap: &[String]) -> Result<usize, ClusterError> {
     let mut client = lookup_client(bootstrap).await?;
@@ -130,6 +182,29 @@ pub(crate) async fn node_sees(bootstrap: &str, expected: &[i32]) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn txn_log_partition_is_javas_string_hash_modulo_the_partitions() {
+        // Java: "a".hashCode() = 97, "hello".hashCode() = 99162322,
+        // "polygenelubricants".hashCode() = Integer.MIN_VALUE (Utils.abs gives 0).
+        assert_eq!(txn_log_partition("a", 10), 7);
+        assert_eq!(txn_log_partition("hello", 50), 99162322 % 50);
+        assert_eq!(txn_log_partition("polygenelubricants", 10), 0);
+        // Negative hashes: "sinkhole-kafka-19367-0-1".hashCode() = -1939642958,
+        // "zzzzzzzz".hashCode() = -1910022912; Utils.abs, then the modulo.
+        assert_eq!(txn_log_partition("sinkhole-kafka-19367-0-1", 10), 8);
+        assert_eq!(txn_log_partition("zzzzzzzz", 10), 2);
+        assert_eq!(txn_log_partition("", 10), 0);
+    }
+
+    #[test]
+    fn the_follower_is_an_in_sync_replica_other_than_the_leader() {
+        let at = |leader, replicas: Vec<i32>, isr: Vec<i32>| TxnLogPlacement { partition: 3, leader, replicas, isr };
+        assert_eq!(at(2, vec![2, 3, 1], vec![2, 3, 1]).follower(), Some(1));
+        assert_eq!(at(2, vec![2, 3, 1], vec![2, 3]).follower(), Some(3));
+        assert_eq!(at(2, vec![2, 3, 1], vec![2]).follower(), Some(1));
+        assert_eq!(at(1, vec![1], vec![1]).follower(), None);
+    }
 
     #[test]
     fn under_replicated_counts_partitions_with_a_short_isr_in_every_topic() {

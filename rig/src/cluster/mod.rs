@@ -143,6 +143,12 @@ pub trait Cluster: Send {
         Box::pin(async move { lookup::leader_of(&bootstrap, &topic, partition).await })
     }
 
+    /// The `__transaction_state` partition of `transactional_id`, its leader, replicas and ISR now.
+    fn txn_log_placement(&mut self, transactional_id: &str) -> ClusterFuture<'_, lookup::TxnLogPlacement> {
+        let (bootstrap, tid) = (self.client_bootstrap(), transactional_id.to_string());
+        Box::pin(async move { lookup::txn_log_placement(&bootstrap, &tid).await })
+    }
+
     /// How many partitions (all topics) have fewer in-sync replicas than replicas.
     fn under_replicated(&mut self) -> ClusterFuture<'_, usize> {
         let bootstrap = self.client_bootstrap();

@@ -194,6 +194,7 @@ pub enum Aimed {
     CoordinatorOf { coordinator_of: String },
     LeaderOf { leader_of: String },
     GroupCoordinatorOf { group_coordinator_of: String },
+    TxnLogFollowerOf { txn_log_follower_of: String },
     Role(String),
 }
 

@@ -55,6 +55,12 @@ pub(crate) enum Aim {
     GroupCoordinatorOf {
         group: String,
     },
+    /// A follower of the `__transaction_state` partition of this id, looked
+    /// up when the action starts.
+    TxnLogFollowerOf {
+        subtask: u32,
+        transactional_id: String,
+    },
 }
 
 impl Aim {
@@ -67,6 +73,9 @@ impl Aim {
             Aim::Controller => Aimed::Role("controller".into()),
             Aim::LeaderOf { topic, partition } => Aimed::LeaderOf { leader_of: format!("{topic}-{partition}") },
             Aim::GroupCoordinatorOf { group } => Aimed::GroupCoordinatorOf { group_coordinator_of: group.clone() },
+            Aim::TxnLogFollowerOf { transactional_id, .. } => {
+                Aimed::TxnLogFollowerOf { txn_log_follower_of: transactional_id.clone() }
+            }
         }
     }
 }
@@ -233,7 +242,50 @@ async fn resolve<B: Cluster + ?Sized>(
             };
             Ok((vec![node], Some(role_evidence("group-coordinator", group, node, found_by))))
         }
+        Aim::TxnLogFollowerOf { subtask, transactional_id } => {
+            let (node, mut r) = txn_log_follower(cluster, transactional_id, found_by_role).await?;
+            r.subtask = Some(*subtask);
+            r.transactional_id = Some(transactional_id.clone());
+            Ok((vec![node], Some(r)))
+        }
     }
+}
+
+/// A follower of the `__transaction_state` partition that holds `tid`, with
+/// the evidence: the partition (Kafka's `TransactionStateManager.partitionFor`),
+/// its leader, replicas and ISR, and the coordinator FindCoordinator names,
+/// which must be that leader — else the partition was computed wrong, or
+/// leadership is moving, and the fault does not fire.
+async fn txn_log_follower<B: Cluster + ?Sized>(
+    cluster: &mut B,
+    tid: &str,
+    found_by_role: &str,
+) -> Result<(i32, Role), String> {
+    let coordinator =
+        cluster.find_coordinator(tid).await.map_err(|e| format!("finding the coordinator of {tid}: {e}"))?;
+    let placed = cluster
+        .txn_log_placement(tid)
+        .await
+        .map_err(|e| format!("finding the __transaction_state partition of {tid}: {e}"))?;
+    let of = format!("__transaction_state-{}", placed.partition);
+    if placed.leader != coordinator {
+        return Err(format!(
+            "{of} (the partition of {tid}) is led by node {}, but FindCoordinator names node {coordinator}",
+            placed.leader
+        ));
+    }
+    let node = placed
+        .follower()
+        .ok_or_else(|| format!("{of} has no follower (replicas {:?}): nothing to stop", placed.replicas))?;
+    let found_by = if found_by_role.is_empty() {
+        format!(
+            "Metadata of {of} (leader {coordinator} = FindCoordinator of {tid}, replicas {:?}, isr {:?}) at the moment of the fault",
+            placed.replicas, placed.isr
+        )
+    } else {
+        found_by_role.to_string()
+    };
+    Ok((node, role_evidence("txn-log-follower", &of, node, &found_by)))
 }
 
 /// A broker target resolved as far as it can be without the cluster.
@@ -268,6 +320,9 @@ async fn aim_of<S: Subject>(
                 return Err(format!("partition {p} does not exist ({partitions} partitions)"));
             }
             Aim::LeaderOf { topic, partition: p as i32 }
+        }
+        BrokerTarget::TxnLogFollowerOf(s) => {
+            Aim::TxnLogFollowerOf { subtask: s, transactional_id: subject.open_transaction(s).await }
         }
         BrokerTarget::GroupCoordinator => match share_group {
             Some(group) => Aim::GroupCoordinatorOf { group },

@@ -21,6 +21,7 @@ pub fn worker_targets(target: &Option<Target>, parallelism: u32) -> Result<Vec<u
         Some(Target::Named(NamedTarget::TxnCoordinator)) | Some(Target::Coordinator { .. }) => {
             Err("txn-coordinator names a broker, not a worker".into())
         }
+        Some(Target::TxnLogFollower { .. }) => Err("txn-log-follower names a broker, not a worker".into()),
         Some(Target::Named(NamedTarget::GroupCoordinator)) => {
             Err("group-coordinator names a broker, not a worker".into())
         }
@@ -42,6 +43,9 @@ pub enum BrokerTarget {
     LeaderOf(u32),
     /// The coordinator of the mode's share group.
     GroupCoordinator,
+    /// A follower of the `__transaction_state` partition of this subtask's
+    /// current transactional id.
+    TxnLogFollowerOf(u32),
 }
 
 pub fn broker_target(target: &Option<Target>, nodes: &[i32], parallelism: u32) -> Result<BrokerTarget, String> {
@@ -68,6 +72,12 @@ pub fn broker_target(target: &Option<Target>, nodes: &[i32], parallelism: u32) -
         Some(Target::Named(NamedTarget::Leader)) => Ok(BrokerTarget::LeaderOf(0)),
         Some(Target::Named(NamedTarget::GroupCoordinator)) => Ok(BrokerTarget::GroupCoordinator),
         Some(Target::Leader { leader: p }) => Ok(BrokerTarget::LeaderOf(*p)),
+        Some(Target::TxnLogFollower { txn_log_follower: s }) if *s < parallelism => {
+            Ok(BrokerTarget::TxnLogFollowerOf(*s))
+        }
+        Some(Target::TxnLogFollower { txn_log_follower: s }) => {
+            Err(format!("txn-log-follower of subtask {s}: there is no such subtask (parallelism {parallelism})"))
+        }
     }
 }
 
@@ -301,5 +311,9 @@ mod tests {
             Ok(BrokerTarget::GroupCoordinator)
         );
         assert!(worker_targets(&Some(Target::Named(NamedTarget::GroupCoordinator)), 3).is_err());
+        let follower = |s| Some(Target::TxnLogFollower { txn_log_follower: s });
+        assert_eq!(broker_target(&follower(1), &nodes, 2), Ok(BrokerTarget::TxnLogFollowerOf(1)));
+        assert!(broker_target(&follower(2), &nodes, 2).unwrap_err().contains("no such subtask"));
+        assert!(worker_targets(&follower(0), 3).unwrap_err().contains("names a broker"));
     }
 }

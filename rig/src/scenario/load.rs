@@ -155,7 +155,7 @@ fn explain_untagged(raw: &str, field: &str) -> String {
     } else if raw.contains("Condition") {
         "expected a count (0) or a condition string (\">0\", \">=N\", \"<N\", \"==N\")"
     } else if raw.contains("Target") || field.ends_with("target") {
-        "expected `all`, `txn-coordinator`, a list of ids, or {txn-coordinator: SUBTASK}"
+        "expected `all`, `txn-coordinator`, a list of ids, {txn-coordinator: SUBTASK} or {txn-log-follower: SUBTASK}"
     } else if raw.contains("ConfigValue") || top == "cluster" {
         "expected a scalar (string, number or boolean)"
     } else {

@@ -74,6 +74,21 @@ fn a_parameter_of_the_wrong_type_is_named_at_its_line() {
 }
 
 #[test]
+fn the_txn_log_follower_target_is_a_broker_of_a_replicated_log_for_a_subtask_that_exists() {
+    let t = with_faults("  - {kind: broker-stop, target: {txn-log-follower: 1}, when: {at_ms: 1}, duration_ms: 10}");
+    let s = from_str(&t, "t.yaml").expect("valid");
+    assert_eq!(s.faults[0].kind.target(), Some(&Target::TxnLogFollower { txn_log_follower: 1 }));
+    let t = with_faults("  - {kind: broker-stop, target: {txn-log-follower: 2}, when: {at_ms: 1}, duration_ms: 10}");
+    one(&t, 14, "faults[0].target.txn-log-follower", "parallelism is 2");
+    let t = with_faults("  - {kind: broker-stop, target: {txn-log-follower: 0}, when: {at_ms: 1}, duration_ms: 10}")
+        .replace("  brokers: 3", "  brokers: 1")
+        .replace("  replication_factor: 3", "  replication_factor: 1");
+    one(&t, 14, "faults[0].target", "replicated __transaction_state");
+    let t = with_faults("  - {kind: kill-workers, target: {txn-log-follower: 0}, when: {at_ms: 1}}");
+    one(&t, 14, "faults[0].target", "txn-log-follower is a broker");
+}
+
+#[test]
 fn an_unknown_fault_field_is_named_at_its_key() {
     let t = with_faults("  - kind: kill-workers\n    when: {at_ms: 1}\n    bogus: 3");
     let p = one_parse(&t, 16, "faults[0].bogus", "unknown field `bogus`");

@@ -429,6 +429,9 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
             Some(Target::Named(NamedTarget::TxnCoordinator)) | Some(Target::Coordinator { .. }) => {
                 bad(tp, format!("txn-coordinator is a broker; {kind} {whose}: use all or subtask ids"))
             }
+            Some(Target::TxnLogFollower { .. }) => {
+                bad(tp, format!("txn-log-follower is a broker; {kind} {whose}: use all or subtask ids"))
+            }
             Some(Target::Named(NamedTarget::GroupCoordinator)) => {
                 bad(tp, format!("group-coordinator is a broker; {kind} {whose}: use all or subtask ids"))
             }
@@ -632,7 +635,16 @@ fn check_broker_target(s: &Scenario, t: &Target, tp: &[Seg], bad: &mut impl FnMu
                 ),
             )
         }
-        Target::Coordinator { .. } | Target::Leader { .. } => {}
+        Target::TxnLogFollower { txn_log_follower } if *txn_log_follower >= j.parallelism => {
+            let mut p = tp.to_vec();
+            p.push(key("txn-log-follower"));
+            bad(p, format!("txn-log-follower of subtask {txn_log_follower}, but parallelism is {}", j.parallelism))
+        }
+        // One broker: `__transaction_state` has no follower.
+        Target::TxnLogFollower { .. } if c.brokers < 2 => {
+            bad(tp.to_vec(), "txn-log-follower needs a replicated __transaction_state: brokers: 3 (or 5)".into())
+        }
+        Target::Coordinator { .. } | Target::Leader { .. } | Target::TxnLogFollower { .. } => {}
         Target::Ids(ids) => check_ids(bad, tp, ids, 1, c.brokers as i64, "node"),
     }
 }

@@ -103,6 +103,16 @@ pub enum Target {
     },
     /// `{leader: P}`: the leader of partition P of the scenario's topic.
     Leader { leader: u32 },
+    /// `{txn-log-follower: S}`: a follower of the `__transaction_state`
+    /// partition that holds subtask S's current transactional id (a replica
+    /// other than its leader, the coordinator). With
+    /// `transaction.state.log.min.isr` equal to the log's replication
+    /// factor, stopping it makes that coordinator's writes fail without
+    /// moving the coordinator (docs/PROTOCOL.md §3.5).
+    TxnLogFollower {
+        #[serde(rename = "txn-log-follower")]
+        txn_log_follower: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
