@@ -429,7 +429,17 @@ async fn transactional_producer_against_kafka_4_4_0() {
     assert_eq!((o.coordinator_state.as_deref(), o.hanging, o.txn_start_offset), (Some("Ongoing"), false, 0));
     assert_eq!(o.producer_id, p.producer_id_and_epoch().0);
     p.abort().await.unwrap();
+    // EndTxn returns once the abort is prepared; the markers follow. Until
+    // they are written the coordinator says PrepareAbort: open, not hanging.
     let mut tails = tail();
-    sinkhole_rig::checker::open_txn::explain(&servers, &t_open, &mut tails).await;
-    assert!(tails[0].open.is_empty(), "nothing open after the abort: {tails:?}");
+    for _ in 0..100 {
+        tails = tail();
+        sinkhole_rig::checker::open_txn::explain(&servers, &t_open, &mut tails).await;
+        assert!(tails[0].open.iter().all(|o| !o.hanging), "an abort under way is not hanging: {tails:?}");
+        if tails[0].open.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(tails[0].open.is_empty(), "nothing open once the abort's markers are written: {tails:?}");
 }
