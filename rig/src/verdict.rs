@@ -114,6 +114,7 @@ pub fn expectation_text(e: Option<&Expectation>) -> String {
         Some(Expectation::Word(ExpectWord::Clean)) => "clean".to_string(),
         Some(Expectation::Word(ExpectWord::JobFailed)) => "job-failed".to_string(),
         Some(Expectation::Word(ExpectWord::Refused)) => "refused".to_string(),
+        Some(Expectation::FailedWith(f)) => format!("job-failed({})", f.job_failed),
         Some(Expectation::Counts(m)) if m.is_empty() => "{}".to_string(),
         Some(Expectation::Counts(m)) => m
             .iter()
@@ -177,7 +178,7 @@ fn counts_text(c: &Counts) -> String {
 fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
     match e {
         Expectation::Word(ExpectWord::Clean) => CLEAN.iter().map(|k| (*k, Cmp::Eq(0))).collect(),
-        Expectation::Word(ExpectWord::JobFailed | ExpectWord::Refused) => vec![],
+        Expectation::Word(ExpectWord::JobFailed | ExpectWord::Refused) | Expectation::FailedWith(_) => vec![],
         // Validation already rejected conditions that do not parse.
         Expectation::Counts(m) => m.iter().filter_map(|(k, c)| c.parse().ok().map(|cmp| (*k, cmp))).collect(),
     }
@@ -259,10 +260,19 @@ pub fn judge_with(
         return j(Outcome::Inconclusive, None, format!("the broker cannot run this mode: {error}"));
     }
     // 2. The job failed.
-    let wants_failure = matches!(expect, Some(Expectation::Word(ExpectWord::JobFailed)));
+    let wants_failure = expect.is_some_and(Expectation::wants_failure);
     match (job, wants_failure) {
         (JobOutcome::Failed { reason }, true) => {
-            return j(Outcome::Pass, Some(true), format!("the job failed, as expected: {reason}"))
+            if let Some(Expectation::FailedWith(f)) = expect {
+                if !reason.contains(&f.job_failed) {
+                    return j(
+                        Outcome::Fail,
+                        Some(false),
+                        format!("the job failed, but not with {}: {reason}", f.job_failed),
+                    );
+                }
+            }
+            return j(Outcome::Pass, Some(true), format!("the job failed, as expected: {reason}"));
         }
         (JobOutcome::Failed { reason }, false) => {
             return j(
@@ -540,6 +550,16 @@ mod tests {
         assert_eq!((j.outcome, j.expected_met), (Outcome::Pass, Some(true)));
         let j = judge(Some(&jf), &JobOutcome::Finished, &[], Some(&report(counts(0, 0, 0))));
         assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+        // With a cause: only that cause earns the pass.
+        let with = |t: &str| Expectation::FailedWith(crate::scenario::FailedWith { job_failed: t.into() });
+        let j = judge(Some(&with("restart limit")), &job, &[], None);
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Pass, Some(true)));
+        let j = judge(Some(&with("InvalidPidMappingException")), &job, &[], None);
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+        assert!(j.reason.contains("but not with InvalidPidMappingException"), "{}", j.reason);
+        let j = judge(Some(&with("x")), &JobOutcome::Finished, &[], Some(&report(counts(0, 0, 0))));
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Fail, Some(false)));
+        assert_eq!(expectation_text(Some(&with("X"))), "job-failed(X)");
     }
 
     #[test]

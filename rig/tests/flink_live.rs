@@ -214,3 +214,37 @@ fn a_panic_leaves_no_jobmanager() {
     assert_gone(&[p]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// FLINK-40689 on the released connector, through the shipped scenario: the first id driven to
+/// epoch 32765 before the job, checkpoint 1's commit rotates its producer id, the JobManager is
+/// killed as that commit starts, and the recovery commit after the resubmission fails the job
+/// with InvalidPidMappingException at every restore until Flink gives up.
+#[test]
+fn flink_40689_the_recovery_after_an_epoch_rollover_fails_the_job() {
+    let _turn = common::serial();
+    dist();
+    let dir = common::test_dir("flink-40689");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/flink-40689-epoch-rollover.yaml");
+    let results = dir.join("results");
+    let t0 = Instant::now();
+    let o = sinkhole(&["run", file.to_str().unwrap(), "--results", results.to_str().unwrap(), "--seed", "1"]);
+    eprintln!("run took {:.1} s", t0.elapsed().as_secs_f64());
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{out}\n{err}");
+    let m = mode_dir(&results);
+    let v = json(&m.join("verdict.json"));
+    assert_eq!(v["outcome"], "pass", "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("caused by org.apache.kafka.common.errors.InvalidPidMappingException"),
+        "{v}"
+    );
+    let h = std::fs::read_to_string(m.join("history.jsonl")).unwrap();
+    // The precondition, before the job and after it, in the history.
+    assert!(
+        h.contains("-0-0 at producer id") && h.contains("epoch 32765 before the job (32766 InitProducerId calls"),
+        "{h}"
+    );
+    assert!(h.contains("after the job: rotated: producer id"), "the coordinator rotated the id");
+    let _ = std::fs::remove_dir_all(&dir);
+}

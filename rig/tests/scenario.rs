@@ -565,6 +565,17 @@ fn flink_versions_naming_and_connector_jars_are_checked_at_their_field() {
     one(&with_flink("flink: {version: 2.0.1, connector: 5.0.0-2.2}"), 23, "flink.connector", "built for Flink 2.2");
     one(&with_flink("flink: {version: 1.20.3, naming: POOLING}"), 23, "flink.naming", "no POOLING naming");
     one(&with_flink("flink: {taskmanagers: 3}"), 23, "flink.taskmanagers", "some would run no subtask");
+    // FLINK-40689's precondition: an epoch the InitProducerId driver can stop on.
+    let e = scenario::from_str(&with_flink("flink: {naming: POOLING, drive_epoch: 32765}"), "f.yaml")
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(e.flink_spec().drive_epoch, Some(32765));
+    one(&with_flink("flink: {drive_epoch: 32766}"), 23, "flink.drive_epoch", "would rotate the producer id");
+    one(&with_flink("flink: {drive_epoch: 0}"), 23, "flink.drive_epoch", "use 1 to 32765");
+    // A known bug's failure: job-failed with the cause it must name.
+    let t = with_flink("flink: {naming: POOLING}")
+        .replace("expect:\n", "expect:\n  flink-kafkasink: {job_failed: InvalidPidMappingException}\n");
+    let s = scenario::from_str(&t, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    assert!(s.expect[&sinkhole_workloads::model::SinkMode::FlinkKafkasink].wants_failure());
     let p = problems(&with_flink("flink: {naming: pooled}"));
     assert_eq!(p[0].field, "flink.naming", "{p:?}");
     let dir = std::env::temp_dir().join(format!("sinkhole-scenario-jar-{}", std::process::id()));

@@ -27,6 +27,11 @@ pub struct FlinkSpec {
     /// TaskManager processes; the job's subtasks are spread over their slots.
     #[serde(default = "one")]
     pub taskmanagers: u32,
+    /// FLINK-40689's precondition: before the job starts, the transactional id each subtask's
+    /// first transaction uses is brought to this producer epoch with InitProducerId calls
+    /// (at most [`MAX_DRIVEN_EPOCH`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive_epoch: Option<i16>,
 }
 
 impl Default for FlinkSpec {
@@ -37,6 +42,7 @@ impl Default for FlinkSpec {
             connector_jar: None,
             naming: Naming::default(),
             taskmanagers: 1,
+            drive_epoch: None,
         }
     }
 }
@@ -88,6 +94,10 @@ fn one() -> u32 {
     1
 }
 
+/// The highest epoch `drive_epoch` may name: an InitProducerId at `Short.MAX_VALUE - 1`
+/// would itself rotate the producer id, and the job's first transaction would start at 0.
+pub const MAX_DRIVEN_EPOCH: i16 = i16::MAX - 2;
+
 /// The most TaskManagers a scenario may start (each is a JVM of about 350 MB here).
 pub const MAX_TASKMANAGERS: u32 = 8;
 
@@ -114,6 +124,14 @@ pub(super) fn validate(f: &FlinkSpec, file: &str, parallelism: u32) -> Vec<(Vec<
     if let Some(jar) = f.connector_jar_in(Path::new(file)) {
         if let Err(e) = dist::check_connector_jar(&jar) {
             out.push((at("connector_jar"), e.to_string()));
+        }
+    }
+    if let Some(e) = f.drive_epoch {
+        if !(1..=MAX_DRIVEN_EPOCH).contains(&e) {
+            out.push((
+                at("drive_epoch"),
+                format!("{e}: use 1 to {MAX_DRIVEN_EPOCH} (32766 would rotate the producer id before the job)"),
+            ));
         }
     }
     if f.taskmanagers < 1 || f.taskmanagers > MAX_TASKMANAGERS {

@@ -311,6 +311,25 @@ pub enum Expectation {
     Word(ExpectWord),
     /// Conditions on counts, e.g. `{lost: ">0"}`; unnamed counts are free.
     Counts(BTreeMap<CountName, Condition>),
+    /// `{job_failed: "InvalidPidMappingException"}`: `job-failed`, and the
+    /// failure's reason (for the Flink subject: the job's deepest cause)
+    /// contains the text. A job that fails for another reason fails it: a
+    /// known bug's scenario passes only when the bug itself stopped the job.
+    FailedWith(FailedWith),
+}
+
+/// The body of `{job_failed: TEXT}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailedWith {
+    pub job_failed: String,
+}
+
+impl Expectation {
+    /// `job-failed` or `{job_failed: …}`: the job is expected not to finish.
+    pub fn wants_failure(&self) -> bool {
+        matches!(self, Expectation::Word(ExpectWord::JobFailed) | Expectation::FailedWith(_))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,6 +23,13 @@ pub(super) fn validate_expectation(
         );
     }
     let share = s.share_source().is_some();
+    if let Expectation::FailedWith(f) = e {
+        if f.job_failed.trim().is_empty() {
+            let mut p = path.clone();
+            p.push(key("job_failed"));
+            bad(p, "empty: give the text the failure's reason must contain (e.g. an exception's class)".into());
+        }
+    }
     if let Expectation::Counts(conds) = e {
         for (name, cond) in conds {
             let mut p = path.clone();

@@ -67,6 +67,8 @@ pub(super) struct Loop {
     start: Instant,
     deadline: Instant,
     outcome: Option<JobOutcome>,
+    /// FLINK-40689: the ids driven to `flink.drive_epoch` before the job.
+    driven: Vec<super::epochs::Driven>,
 }
 
 fn partitioning(p: Partitioning) -> &'static str {
@@ -146,6 +148,7 @@ impl Loop {
             start,
             deadline,
             outcome: None,
+            driven: vec![],
         })
     }
 
@@ -190,6 +193,9 @@ impl Loop {
     }
 
     async fn drive(&mut self) -> anyhow::Result<()> {
+        if let Some(epoch) = self.cfg.flink.drive_epoch {
+            self.drive_epochs(epoch).await?;
+        }
         self.boot(true)?;
         self.coord(EventKind::JobStarted { attempt: 0, restored_from: None })?;
         self.notice(JobEvent::Started { attempt: 0, restored_from: None });
@@ -211,6 +217,39 @@ impl Loop {
                 self.on_tick().await?;
             }
         }
+        Ok(())
+    }
+
+    /// FLINK-40689's precondition, before any process of the cluster starts: each subtask's
+    /// first transactional id brought to `epoch` ([`super::epochs`]).
+    async fn drive_epochs(&mut self, epoch: i16) -> anyhow::Result<()> {
+        let tids: Vec<String> = (0..self.cfg.job.parallelism)
+            .map(|s| super::epochs::first_tid(&self.cfg.tid_prefix, s, self.cfg.flink.naming))
+            .collect();
+        self.progress(&format!("driving {} to producer epoch {epoch} (FLINK-40689's precondition)", tids.join(", ")));
+        let (mode, show) = (self.cfg.mode.name(), self.cfg.progress);
+        let progress = std::sync::Arc::new(move |l: String| {
+            if show {
+                eprintln!("{mode}  {l}");
+            }
+        });
+        let timeout = self.cfg.job.transaction_timeout_ms;
+        let driven = super::epochs::drive(&self.cfg.bootstrap, &tids, epoch, timeout, progress)
+            .await
+            .context("driving the transactional ids' epochs before the job (flink.drive_epoch)")?;
+        for d in &driven {
+            let text = format!(
+                "FLINK-40689 precondition: {} at producer id {} epoch {} before the job ({} InitProducerId calls in {:.1} s)",
+                d.tid,
+                d.producer_id,
+                d.epoch,
+                d.calls,
+                d.elapsed.as_secs_f64()
+            );
+            self.progress(&text);
+            self.note(text)?;
+        }
+        self.driven = driven;
         Ok(())
     }
 
@@ -620,6 +659,12 @@ impl Loop {
             ))?;
         }
         self.provenance()?;
+        if !self.driven.is_empty() {
+            for line in super::epochs::after(&self.cfg.bootstrap, &self.driven).await {
+                self.progress(&line);
+                self.note(line)?;
+            }
+        }
         self.notice(JobEvent::Ended);
         self.history.sync().context("syncing the history")?;
         let job = self

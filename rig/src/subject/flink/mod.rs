@@ -41,6 +41,7 @@ use crate::install::flink::{ConnectorJar, FlinkDist};
 use crate::scenario::{FlinkSpec, JobSpec, Naming};
 
 pub mod cluster;
+pub mod epochs;
 pub mod evidence;
 mod job;
 pub mod logs;

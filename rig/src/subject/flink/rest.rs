@@ -125,10 +125,24 @@ impl Rest {
     /// The newest root exception of the job, for a failure's reason.
     pub async fn root_exception(&self, job: &str) -> Option<String> {
         let v = self.get(&format!("/jobs/{job}/exceptions"), Duration::from_secs(5)).await.ok()?;
-        let e = &v["exceptionHistory"]["entries"][0];
-        let name = e["exceptionName"].as_str()?;
-        Some(name.to_string())
+        root_cause(&v["exceptionHistory"]["entries"][0])
     }
+}
+
+/// A failed job's exception as a reason: its class, then the deepest `Caused by:` of its
+/// stack trace (Flink's root exception is usually the restart strategy's JobException, which
+/// says only that recovery was suppressed; the cause says why the job failed).
+pub fn root_cause(entry: &Value) -> Option<String> {
+    let name = entry["exceptionName"].as_str()?;
+    let trace = entry["stacktrace"].as_str().unwrap_or("");
+    let deepest = trace.lines().map(str::trim).filter(|l| l.starts_with("Caused by:")).last();
+    Some(match deepest {
+        Some(c) => {
+            let c: String = c.trim_start_matches("Caused by:").trim().chars().take(300).collect();
+            format!("{name}, caused by {c}")
+        }
+        None => name.to_string(),
+    })
 }
 
 /// The `Caused by:` lines of a failed run request (or its errors as they are).
@@ -176,6 +190,18 @@ mod tests {
         let v = json!({"state": "RUNNING", "vertices": [{"parallelism": 2, "tasks": {"RUNNING": 2}}]});
         assert!(job_status(&v).all_running());
         assert!(job_status(&json!({"state": "FINISHED", "vertices": []})).terminal());
+    }
+
+    #[test]
+    fn a_failed_job_names_its_deepest_cause() {
+        let e = json!({"exceptionName": "org.apache.flink.runtime.JobException",
+            "stacktrace": "org.apache.flink.runtime.JobException: Recovery is suppressed by FixedDelayRestartBackoffTimeStrategy\n\tat a\nCaused by: java.lang.IllegalStateException: Failed to commit KafkaCommittable{producerId=0, epoch=32766}\n\tat b\nCaused by: org.apache.kafka.common.errors.InvalidPidMappingException: The producer attempted to use a producer id which is not currently assigned to its transactional id.\n\tat c"});
+        assert_eq!(
+            root_cause(&e).unwrap(),
+            "org.apache.flink.runtime.JobException, caused by org.apache.kafka.common.errors.InvalidPidMappingException: The producer attempted to use a producer id which is not currently assigned to its transactional id."
+        );
+        assert_eq!(root_cause(&json!({"exceptionName": "X"})).unwrap(), "X");
+        assert_eq!(root_cause(&json!({})), None);
     }
 
     #[test]
