@@ -7,7 +7,11 @@
 //!    (`JobOutcome::Unsupported`) passes, with its error; anything else fails;
 //! 1. the broker cannot run the mode (`JobOutcome::Unsupported`) → inconclusive,
 //!    with the broker's exact error;
-//! 2. the job failed → fail, unless the scenario expects `job-failed`;
+//! 2. the job failed → fail, unless the scenario expects `job-failed` (with
+//!    `{job_failed: TEXT}` only a failure whose reason holds TEXT passes);
+//!    a failure while a fault fired later than the rig's bound (the rig was
+//!    starved, and its own heartbeat timeouts fire too) → inconclusive,
+//!    unless it names the cause `{job_failed: TEXT}` asks for;
 //! 3. a fault that did not fire or whose effect was not confirmed → never a
 //!    pass: inconclusive, unless the counts show anomalies a clean
 //!    expectation forbids (those are real whatever the fault did) → fail;
@@ -261,6 +265,10 @@ pub fn judge_with(
     }
     // 2. The job failed.
     let wants_failure = expect.is_some_and(Expectation::wants_failure);
+    // A job that failed while the rig ran faults late (it was starved: its own heartbeat
+    // timeouts fire too) shows nothing about the sink, unless the failure names the cause the
+    // expectation asks for.
+    let starved = late(faults.iter()).join("; ");
     match (job, wants_failure) {
         (JobOutcome::Failed { reason }, true) => {
             if let Some(Expectation::FailedWith(f)) = expect {
@@ -271,8 +279,21 @@ pub fn judge_with(
                         format!("the job failed, but not with {}: {reason}", f.job_failed),
                     );
                 }
+            } else if !starved.is_empty() {
+                return j(
+                    Outcome::Inconclusive,
+                    None,
+                    format!("the job failed, as expected, but {starved}, so the failure may be the rig's: {reason}"),
+                );
             }
             return j(Outcome::Pass, Some(true), format!("the job failed, as expected: {reason}"));
+        }
+        (JobOutcome::Failed { reason }, false) if !starved.is_empty() => {
+            return j(
+                Outcome::Inconclusive,
+                None,
+                format!("the job failed, but {starved}, so the failure may be the rig's, not the sink's: {reason}"),
+            )
         }
         (JobOutcome::Failed { reason }, false) => {
             return j(
@@ -352,7 +373,6 @@ fn tail_text(t: &[UncommittedTail]) -> String {
 /// ([`crate::nemesis::LATE_BOUND`]) for a reason other than a restore in
 /// progress — the scenario that ran was not the one written.
 fn unconfirmed(faults: &[FaultRecord]) -> Option<String> {
-    let bound = crate::nemesis::LATE_BOUND.as_millis() as u64;
     let mut bad: Vec<String> = faults
         .iter()
         .filter(|f| !f.fired || !f.confirmed)
@@ -365,22 +385,31 @@ fn unconfirmed(faults: &[FaultRecord]) -> Option<String> {
             )
         })
         .collect();
-    for f in faults.iter().filter(|f| f.fired && f.confirmed) {
-        if let Some(t) = late_trigger(f).filter(|t| t.late_ms.is_some_and(|l| l > bound)) {
-            bad.push(format!(
-                "fault {} ({}) fired {} ms after its time ({}), more than the {bound} ms the rig allows",
-                f.name,
-                f.kind,
-                t.late_ms.unwrap_or(0),
-                t.late_because.as_deref().unwrap_or("the rig was busy")
-            ));
-        }
-    }
+    bad.extend(late(faults.iter().filter(|f| f.confirmed)));
     if bad.is_empty() {
         None
     } else {
         Some(bad.join("; "))
     }
+}
+
+/// Faults that fired later than the rig's bound: the rig was too busy to run the schedule
+/// as written.
+fn late<'a>(faults: impl Iterator<Item = &'a FaultRecord>) -> Vec<String> {
+    let bound = crate::nemesis::LATE_BOUND.as_millis() as u64;
+    faults
+        .filter(|f| f.fired)
+        .filter_map(|f| {
+            let t = late_trigger(f).filter(|t| t.late_ms.is_some_and(|l| l > bound))?;
+            Some(format!(
+                "fault {} ({}) fired {} ms after its time ({}), more than the {bound} ms the rig allows",
+                f.name,
+                f.kind,
+                t.late_ms.unwrap_or(0),
+                t.late_because.as_deref().unwrap_or("the rig was busy")
+            ))
+        })
+        .collect()
 }
 
 /// The latest of a fault's firings' triggers.
@@ -619,6 +648,23 @@ mod tests {
         // A clean expectation met under a late fault: inconclusive too.
         let j = judge(Some(&CLEAN), &JobOutcome::Finished, &[kill(late.clone())], Some(&report(counts(0, 0, 0))));
         assert_eq!(j.outcome, Outcome::Inconclusive);
+        // A job that failed while the rig ran its faults late (starved: its own heartbeat
+        // timeouts fire) is not the sink's failure, nor an expected failure earned...
+        let failed =
+            JobOutcome::Failed { reason: "no message from subtask 0 for 5233 ms (heartbeat_timeout_ms 5000)".into() };
+        let j = judge(Some(&CLEAN), &failed, &[kill(late.clone())], None);
+        assert_eq!((j.outcome, j.expected_met), (Outcome::Inconclusive, None), "{}", j.reason);
+        assert!(j.reason.contains("the failure may be the rig's") && j.reason.contains("5233 ms"), "{}", j.reason);
+        let j = judge(None, &failed, &[kill(late.clone())], None);
+        assert_eq!(j.outcome, Outcome::Inconclusive, "{}", j.reason);
+        let jf = Expectation::Word(ExpectWord::JobFailed);
+        assert_eq!(judge(Some(&jf), &failed, &[kill(late.clone())], None).outcome, Outcome::Inconclusive);
+        // ...unless the failure names the cause the expectation asks for.
+        let with = Expectation::FailedWith(crate::scenario::FailedWith { job_failed: "heartbeat_timeout_ms".into() });
+        assert_eq!(judge(Some(&with), &failed, &[kill(late.clone())], None).outcome, Outcome::Pass);
+        // On time, the same failure is the sink's.
+        let on_time = Trigger { at_ms: Some(7_400), late_ms: Some(400), ..Trigger::default() };
+        assert_eq!(judge(Some(&CLEAN), &failed, &[kill(on_time)], None).outcome, Outcome::Fail);
         // Within the bound, or deferred by a restore (recorded as deferred_from_ms, not late_ms): judged as usual.
         let on_time = Trigger { at_ms: Some(7_400), late_ms: Some(400), ..Trigger::default() };
         let j = judge(Some(&dup), &JobOutcome::Finished, &[kill(on_time)], Some(&report(counts(0, 7, 0))));
