@@ -135,14 +135,18 @@ impl Rest {
 pub fn root_cause(entry: &Value) -> Option<String> {
     let name = entry["exceptionName"].as_str()?;
     let trace = entry["stacktrace"].as_str().unwrap_or("");
-    let deepest = trace.lines().map(str::trim).filter(|l| l.starts_with("Caused by:")).last();
-    Some(match deepest {
+    Some(match causes(trace).last() {
         Some(c) => {
             let c: String = c.trim_start_matches("Caused by:").trim().chars().take(300).collect();
             format!("{name}, caused by {c}")
         }
         None => name.to_string(),
     })
+}
+
+/// The `Caused by:` lines of a Java stack trace, outermost first, trimmed.
+fn causes(trace: &str) -> Vec<&str> {
+    trace.lines().map(str::trim).filter(|l| l.starts_with("Caused by:")).collect()
 }
 
 /// The `Caused by:` lines of a failed run request (or its errors as they are).
@@ -152,12 +156,11 @@ pub fn run_error(v: &Value) -> String {
         .map(|a| a.iter().filter_map(|e| e.as_str()).map(str::to_string).collect())
         .unwrap_or_default();
     let joined = text.join("\n");
-    let causes: Vec<&str> =
-        joined.lines().filter(|l| l.trim_start().starts_with("Caused by:")).map(str::trim).collect();
-    if causes.is_empty() {
+    let found = causes(&joined);
+    if found.is_empty() {
         joined.lines().next().unwrap_or("no error text").to_string()
     } else {
-        causes.join("; ")
+        found.join("; ")
     }
 }
 
