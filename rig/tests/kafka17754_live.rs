@@ -20,10 +20,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
-use rdkafka::config::ClientConfig as RdConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
 use sinkhole_faults::proxy::{Action, Frames, Match, Proxy, Rule};
 use sinkhole_rig::cluster::local::LocalCluster;
 use sinkhole_rig::cluster::Cluster;
@@ -51,39 +48,14 @@ async fn write(p: &mut TxnProducer, topic: &str, tag: &str, n: usize) -> Result<
 /// Records visible to a `read_committed` consumer, per key tag, once it has
 /// reached the end of every partition.
 fn visible(bootstrap: &str, topic: &str) -> BTreeMap<String, usize> {
-    let consumer: BaseConsumer = RdConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", format!("{topic}-check"))
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", "read_committed")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    let mut high = Vec::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition_offset(topic, p, Offset::Beginning).unwrap();
-        high.push(consumer.fetch_watermarks(topic, p, Duration::from_secs(10)).expect("watermarks").1);
-    }
-    consumer.assign(&tpl).expect("assign");
     let mut tags = BTreeMap::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-            let key = String::from_utf8_lossy(m.expect("consume").key().unwrap_or_default()).to_string();
-            let tag = key.split('-').next().unwrap_or_default().to_string();
-            *tags.entry(tag).or_insert(0) += 1;
-            continue;
-        }
-        let pos = consumer.position().expect("position");
-        let at_end = (0..PARTITIONS).all(|p| {
-            let off = pos.find_partition(topic, p).map(|e| e.offset());
-            matches!(off, Some(Offset::Offset(o)) if o >= high[p as usize])
-        });
-        if at_end {
-            return tags;
-        }
-    }
-    panic!("{topic}: the read_committed consumer did not reach the end: {tags:?}");
+    let ended = common::drain_read_committed(bootstrap, topic, PARTITIONS, Duration::from_secs(20), |m| {
+        let key = String::from_utf8_lossy(m.key().unwrap_or_default()).to_string();
+        let tag = key.split('-').next().unwrap_or_default().to_string();
+        *tags.entry(tag).or_insert(0) += 1;
+    });
+    assert!(ended, "{topic}: the read_committed consumer did not reach the end: {tags:?}");
+    tags
 }
 
 /// What the coordinator says of `tid`: (state, epoch).

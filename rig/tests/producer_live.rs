@@ -13,10 +13,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rdkafka::config::ClientConfig as RdConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
-use rdkafka::{Offset, TopicPartitionList};
 use sinkhole_rig::cluster::local::LocalCluster;
 use sinkhole_rig::cluster::Cluster;
 use sinkhole_workloads::model::TxnProtocol;
@@ -73,49 +70,19 @@ struct Visible {
 /// every partition until the high watermarks (librdkafka moves the position
 /// past aborted batches and control markers) or the timeout.
 fn read_committed(bootstrap: &str, topic: &str, timeout: Duration) -> Visible {
-    let consumer: BaseConsumer = RdConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", unique("sinkhole-producer-live"))
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", "read_committed")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    let mut high = Vec::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition_offset(topic, p, Offset::Beginning).unwrap();
-        let (_, h) = consumer.fetch_watermarks(topic, p, Duration::from_secs(10)).expect("watermarks");
-        high.push(h);
-    }
-    consumer.assign(&tpl).expect("assign");
-    let deadline = Instant::now() + timeout;
     let (mut records, mut headers_ok) = (0, 0);
     let mut keys = HashSet::new();
-    let mut reached_end = false;
-    while Instant::now() < deadline {
-        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-            let m = m.expect("consume");
-            records += 1;
-            let key = String::from_utf8_lossy(m.key().unwrap_or_default()).to_string();
-            let seq = key.rsplit('-').next().unwrap_or_default().to_string();
-            if let Some(h) = m.headers() {
-                if h.iter().any(|h| h.key == "sinkhole-seq" && h.value == Some(seq.as_bytes())) {
-                    headers_ok += 1;
-                }
+    let reached_end = common::drain_read_committed(bootstrap, topic, PARTITIONS, timeout, |m| {
+        records += 1;
+        let key = String::from_utf8_lossy(m.key().unwrap_or_default()).to_string();
+        let seq = key.rsplit('-').next().unwrap_or_default().to_string();
+        if let Some(h) = m.headers() {
+            if h.iter().any(|h| h.key == "sinkhole-seq" && h.value == Some(seq.as_bytes())) {
+                headers_ok += 1;
             }
-            keys.insert(key);
-            continue;
         }
-        let pos = consumer.position().expect("position");
-        let at_end = (0..PARTITIONS).all(|p| {
-            let off = pos.find_partition(topic, p).map(|e| e.offset());
-            high[p as usize] == 0 || matches!(off, Some(Offset::Offset(o)) if o >= high[p as usize])
-        });
-        if at_end {
-            reached_end = true;
-            break;
-        }
-    }
+        keys.insert(key);
+    });
     Visible { records, distinct_keys: keys.len(), headers_ok, reached_end }
 }
 

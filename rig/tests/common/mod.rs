@@ -43,3 +43,49 @@ pub fn two_pc_spec(name: &str) -> sinkhole_rig::cluster::local::LocalSpec {
     }
     spec
 }
+
+/// Reads `topic`'s partitions `0..partitions` with librdkafka's `read_committed` consumer from
+/// the beginning, handing each record to `each`, until the position of every partition reaches
+/// the high watermark taken first (librdkafka moves past aborted batches and control markers;
+/// an empty partition is at its end) or `timeout` passes. Whether it reached the end.
+pub fn drain_read_committed(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    timeout: std::time::Duration,
+    mut each: impl FnMut(&rdkafka::message::BorrowedMessage<'_>),
+) -> bool {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("{topic}-read-committed-{}", std::process::id()))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    let mut high = Vec::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning).unwrap();
+        let (_, h) = consumer.fetch_watermarks(topic, p, std::time::Duration::from_secs(10)).expect("watermarks");
+        high.push(h);
+    }
+    consumer.assign(&tpl).expect("assign");
+    let deadline = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < deadline {
+        if let Some(m) = consumer.poll(std::time::Duration::from_millis(200)) {
+            each(&m.expect("consume"));
+            continue;
+        }
+        let pos = consumer.position().expect("position");
+        let at_end = (0..partitions).all(|p| {
+            let off = pos.find_partition(topic, p).map(|e| e.offset());
+            high[p as usize] == 0 || matches!(off, Some(Offset::Offset(o)) if o >= high[p as usize])
+        });
+        if at_end {
+            return true;
+        }
+    }
+    false
+}
