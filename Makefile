@@ -60,6 +60,7 @@ test: deps
 	scripts/check-layers.sh
 	$(CARGO) build --bin sinkhole
 	target/debug/sinkhole setup --kafka $(TEST_KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
+	cd subjects/flink && mvn -q -B -Dflink.version=$(FLINK) -Dconnector.version=$(CONNECTOR) test
 	scripts/podman-service.sh run scripts/test-summary.sh --workspace
 
 clippy:

@@ -161,7 +161,7 @@ impl<S: Subject> Observer<S> {
             }
         }
         self.record(Observation {
-            look: Look::Lingering { attempt, restored_from },
+            look: Look::Lingering { attempt, restored_from, pooled: false },
             at_ms,
             looked_at: None,
             transactions,

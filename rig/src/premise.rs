@@ -140,7 +140,39 @@ fn found(o: &Observation) -> Result<Vec<&TxnView>, String> {
     }
 }
 
+/// `superseded {checkpoint: N}`: the Flink subject's look when it resubmitted from N.
+fn superseded(n: u64, looks: &[Observation]) -> (Held, String) {
+    let Some(o) = looks.iter().find(|o| o.look == Look::Superseded { restored_from: n }) else {
+        return (Held::Unmet, format!("the job was never resubmitted from checkpoint {n}"));
+    };
+    let note = o.note.as_deref().map(|t| format!(" ({t})")).unwrap_or_default();
+    match &o.transactions {
+        Transactions::Error { error } => (Held::Unmet, format!("the look at {} ms failed: {error}", o.at_ms)),
+        Transactions::Seen(v) if v.is_empty() => (
+            Held::Unmet,
+            format!(
+                "when the job was resubmitted from checkpoint {n} ({} ms), no transaction under its ids was Ongoing at a newer epoch{note}",
+                o.at_ms
+            ),
+        ),
+        Transactions::Seen(v) => (
+            Held::Met,
+            format!(
+                "Ongoing when the job was resubmitted from checkpoint {n} ({} ms): {}",
+                o.at_ms,
+                v.iter()
+                    .map(|t| format!("{} (producer {} epoch {})", t.transactional_id, t.producer_id, t.producer_epoch))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    }
+}
+
 fn of_checkpoint(p: &Premise, n: u64, looks: &[Observation], events: &[Event]) -> (Held, String) {
+    if p.kind == PremiseKind::Superseded {
+        return superseded(n, looks);
+    }
     let Some(o) = looks.iter().rev().find(|o| o.look == Look::Checkpoint { checkpoint: n }) else {
         return (Held::Unmet, format!("checkpoint {n} was never persisted, so its transactions were not looked at"));
     };
@@ -174,6 +206,7 @@ fn of_checkpoint(p: &Premise, n: u64, looks: &[Observation], events: &[Event]) -
             (Held::Unmet, format!("{seen} — the broker aborted them"))
         }
         PremiseKind::OutlivesTimeout => (Held::Met, seen),
+        PremiseKind::Superseded => superseded(n, looks),
     }
 }
 
@@ -216,6 +249,8 @@ fn of_fault(p: &Premise, name: &str, faults: &[FaultRecord]) -> (Held, String) {
             (Held::Unmet, format!("{seen} — the broker aborted them"))
         }
         PremiseKind::OutlivesTimeout => (Held::Met, seen),
+        // Refused at validation: superseded names a checkpoint.
+        PremiseKind::Superseded => (Held::Unmet, format!("superseded is about a checkpoint's ids, not fault {name}")),
     }
 }
 

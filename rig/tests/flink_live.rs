@@ -223,28 +223,77 @@ fn a_panic_leaves_no_jobmanager() {
 fn flink_40689_the_recovery_after_an_epoch_rollover_fails_the_job() {
     let _turn = common::serial();
     dist();
-    let dir = common::test_dir("flink-40689");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/flink-40689-epoch-rollover.yaml");
-    let results = dir.join("results");
-    let t0 = Instant::now();
-    let o = sinkhole(&["run", file.to_str().unwrap(), "--results", results.to_str().unwrap(), "--seed", "1"]);
-    eprintln!("run took {:.1} s", t0.elapsed().as_secs_f64());
-    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success(), "{out}\n{err}");
-    let m = mode_dir(&results);
-    let v = json(&m.join("verdict.json"));
+    let (_, v, h, dir) = run_shipped("flink-40689-epoch-rollover");
     assert_eq!(v["outcome"], "pass", "{v}");
     assert!(
         v["reason"].as_str().unwrap().contains("caused by org.apache.kafka.common.errors.InvalidPidMappingException"),
         "{v}"
     );
-    let h = std::fs::read_to_string(m.join("history.jsonl")).unwrap();
     // The precondition, before the job and after it, in the history.
     assert!(
         h.contains("-0-0 at producer id") && h.contains("epoch 32765 before the job (32766 InitProducerId calls"),
         "{h}"
     );
     assert!(h.contains("after the job: rotated: producer id"), "the coordinator rotated the id");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs a shipped scenario at seed 1 into a test directory: (its mode directory, verdict.json,
+/// history.jsonl, the directory to remove).
+fn run_shipped(name: &str) -> (PathBuf, Value, String, PathBuf) {
+    let dir = common::test_dir(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/{name}.yaml"));
+    let results = dir.join("results");
+    let t0 = Instant::now();
+    let o = sinkhole(&["run", file.to_str().unwrap(), "--results", results.to_str().unwrap(), "--seed", "1"]);
+    eprintln!("{name}: run took {:.1} s", t0.elapsed().as_secs_f64());
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{out}\n{err}");
+    let m = mode_dir(&results);
+    let v = json(&m.join("verdict.json"));
+    let h = std::fs::read_to_string(m.join("history.jsonl")).unwrap();
+    (m, v, h, dir)
+}
+
+/// FLINK-40626 (POOLING): subtask 0's snapshot of checkpoint 5 held 8 s, a job outage 1 s into
+/// that window, the job resubmitted from checkpoint 4 at parallelism 1. Subtask 1's id committed
+/// at 4 was reopened; the restore skips it (precommitted at 4) and nothing reuses it: the newer
+/// transaction stays Ongoing until the broker aborts it at transaction.timeout.ms.
+#[test]
+fn flink_40626_a_downscaled_restore_leaves_the_superseded_transaction_open_until_its_timeout() {
+    let _turn = common::serial();
+    dist();
+    let (_, v, h, dir) = run_shipped("flink-40626-downscale");
+    assert_eq!(v["outcome"], "pass", "{v}");
+    assert_eq!(v["premises"][0]["premise"], "superseded {checkpoint: 4}", "{v}");
+    assert_eq!(v["premises"][0]["held"], "met", "{v}");
+    assert_eq!(v["counts"]["lingering"], 1, "{v}");
+    assert_eq!((v["counts"]["lost"].as_u64(), v["counts"]["duplicated"].as_u64()), (Some(0), Some(0)), "{v}");
+    let tid = v["examples"]["lingering"][0]["transactional_id"].as_str().unwrap().to_string();
+    assert_eq!(tid.rsplit('-').nth(1), Some("1"), "subtask 1's id: {tid}");
+    assert!(h.contains("at parallelism 1, down from 2 (flink.resubmit_parallelism)"), "the downscale");
+    assert!(h.contains("so the restore's LISTING abort skipped it"), "the look says why it lingers");
+    // Open until the broker's timeout abort: about transaction.timeout.ms (45 s) from its start.
+    let line = h
+        .lines()
+        .find(|l| l.contains(&format!("lingering {tid}")) && l.contains(" aborted after about "))
+        .unwrap_or_else(|| panic!("no end of {tid} noted"));
+    let ms: u64 = line.split(" aborted after about ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(ms >= 45_000, "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Its control: the same schedule at the same parallelism. The restored subtask 1 owns the id
+/// again and its pool reopens it, which aborts the superseded transaction: no lingering one.
+#[test]
+fn flink_40626_at_the_same_parallelism_the_superseded_transaction_is_aborted_by_reuse() {
+    let _turn = common::serial();
+    dist();
+    let (_, v, h, dir) = run_shipped("flink-40626-pooling");
+    assert_eq!(v["outcome"], "pass", "{v}");
+    assert_eq!(v["premises"][0]["held"], "met", "{v}");
+    assert_eq!(v["counts"]["lingering"].as_u64().unwrap_or(0), 0, "{v}");
+    assert!(h.contains("completed 3 checkpoints") && h.contains("0 begun before the attempt was submitted"), "{h}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -75,6 +75,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
                 when: When::CheckpointPersisted(2),
                 duration_ms: None,
                 times: None,
+                after_ms: None,
             },
             FaultSpec {
                 name: Some("pause-coordinator".into()),
@@ -82,6 +83,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
                 when: When::AtMs(1_500),
                 duration_ms: Some(1_000),
                 times: None,
+                after_ms: None,
             },
         ],
         schedule: None,

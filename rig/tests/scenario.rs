@@ -456,6 +456,17 @@ fn proxy_off_with_a_network_fault() {
 }
 
 #[test]
+fn after_ms_goes_with_event_triggers_only() {
+    let t = with_fault("  - kind: kill-workers\n    when: {at_ms: 1000}\n    after_ms: 500");
+    one(&t, 19, "faults[0].after_ms", "add it to the time");
+    let ok = with_fault(
+        "  - kind: kill-workers\n    when: {checkpoint_acked: {checkpoint: 2, subtask: 1}}\n    after_ms: 500",
+    );
+    let s = scenario::from_str(&ok, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(s.faults.last().unwrap().after_ms, Some(500));
+}
+
+#[test]
 fn times_without_every_ms() {
     let t = with_fault("  - kind: kill-workers\n    when: {at_ms: 1000}\n    times: 3");
     one(&t, 19, "faults[0].times", "every_ms");
@@ -571,6 +582,36 @@ fn flink_versions_naming_and_connector_jars_are_checked_at_their_field() {
     assert_eq!(e.flink_spec().drive_epoch, Some(32765));
     one(&with_flink("flink: {drive_epoch: 32766}"), 23, "flink.drive_epoch", "would rotate the producer id");
     one(&with_flink("flink: {drive_epoch: 0}"), 23, "flink.drive_epoch", "use 1 to 32765");
+    // FLINK-40626's setting: a downscaled resubmission, a checkpoint held pending.
+    let r = scenario::from_str(
+        &with_flink(
+            "flink: {naming: POOLING, resubmit_parallelism: 1, slow_snapshot: {subtask: 0, checkpoint: 4, ms: 5000}}",
+        ),
+        "f.yaml",
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(r.flink_spec().resubmit_parallelism, Some(1));
+    assert_eq!(r.flink_spec().slow_snapshot.map(|s| s.arg()), Some("0:4:5000".to_string()));
+    one(&with_flink("flink: {resubmit_parallelism: 3}"), 23, "flink.resubmit_parallelism", "not upscale");
+    one(&with_flink("flink: {resubmit_parallelism: 0}"), 23, "flink.resubmit_parallelism", "use 1 to");
+    one(
+        &with_flink("flink: {slow_snapshot: {subtask: 2, checkpoint: 4, ms: 5000}}"),
+        23,
+        "flink.slow_snapshot.subtask",
+        "subtasks 0 to 1",
+    );
+    one(
+        &with_flink("flink: {slow_snapshot: {subtask: 0, checkpoint: 4, ms: 60000}}"),
+        23,
+        "flink.slow_snapshot.ms",
+        "or the checkpoint expires",
+    );
+    one(
+        &with_flink("flink: {slow_snapshot: {subtask: 0, checkpoint: 0, ms: 10}}"),
+        23,
+        "flink.slow_snapshot.checkpoint",
+        "numbered from 1",
+    );
     // A known bug's failure: job-failed with the cause it must name.
     let t = with_flink("flink: {naming: POOLING}")
         .replace("expect:\n", "expect:\n  flink-kafkasink: {job_failed: InvalidPidMappingException}\n");

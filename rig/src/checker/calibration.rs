@@ -429,7 +429,7 @@ fn lingering_look(sim: &mut Sim, attempt: u32, restored_from: u64, states: &[(&s
         })
         .collect();
     let o = Observation {
-        look: Look::Lingering { attempt, restored_from: Some(restored_from) },
+        look: Look::Lingering { attempt, restored_from: Some(restored_from), pooled: false },
         at_ms: 4_200,
         looked_at: None,
         transactions: Transactions::Seen(views),

@@ -15,12 +15,12 @@ use crate::history::observation::{self, Look, Observation};
 pub fn found(events: &[Event]) -> Vec<Example> {
     let mut out = Vec::new();
     for o in Observation::from_events(events) {
-        let Look::Lingering { attempt, restored_from } = o.look else { continue };
+        let Look::Lingering { attempt, restored_from, pooled } = o.look else { continue };
         for t in o.seen().iter().filter(|t| observation::ongoing(t)) {
             let from = restored_from.map_or("no checkpoint".to_string(), |c| format!("checkpoint {c}"));
             out.push(Example {
                 transactional_id: Some(t.transactional_id.clone()),
-                checkpoint: checkpoint_of(&t.transactional_id),
+                checkpoint: if pooled { None } else { checkpoint_of(&t.transactional_id) },
                 detail: format!(
                     "{} (producer {} epoch {}) still Ongoing {} ms into the job, after attempt {attempt} restored from {from} and was up: the restore did not abort it",
                     t.transactional_id, t.producer_id, t.producer_epoch, o.at_ms

@@ -21,7 +21,18 @@ pub enum Look {
     /// transactions earlier attempts had opened after the first one the
     /// attempt reopens itself. A restore aborts them (Flink's PROBING abort);
     /// one still `Ongoing` is a lingering transaction.
-    Lingering { attempt: u32, restored_from: Option<u64> },
+    Lingering {
+        attempt: u32,
+        restored_from: Option<u64>,
+        /// The ids are POOLING's (`{prefix}-{subtask}-{k}`, k an index in the writer's pool):
+        /// their last number is not a checkpoint.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pooled: bool,
+    },
+    /// When the Flink job was resubmitted from checkpoint `restored_from`: the transactions
+    /// Ongoing under ids that checkpoint holds precommitted, at a newer epoch (or another
+    /// producer id) than its committables — reopened after its commit (FLINK-40626).
+    Superseded { restored_from: u64 },
 }
 
 /// When a [`Look::Checkpoint`] was taken.
@@ -69,6 +80,9 @@ impl Observation {
         match &self.look {
             Look::Checkpoint { checkpoint } => format!("checkpoint {checkpoint}'s transactions"),
             Look::Lingering { attempt, .. } => format!("transactions left open before attempt {attempt}"),
+            Look::Superseded { restored_from } => {
+                format!("transactions superseding checkpoint {restored_from}'s committables at the resubmission")
+            }
         }
     }
 

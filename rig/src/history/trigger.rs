@@ -15,6 +15,9 @@ pub struct Trigger {
     pub deferred_from_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every_ms: Option<u64>,
+    /// An event trigger's `after_ms`: the fault fired this long after the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_ms: Option<u64>,
     /// Which firing of an `every_ms` fault (1-based).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firing: Option<u32>,

@@ -48,7 +48,14 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         for k in triggers::due_on_event(&specs, &fired, &n.event) {
             let f = mine[k];
             self.slots[f].fired_by = Some(m);
-            let trigger = triggers::event_trigger(&n.event);
+            let mut trigger = triggers::event_trigger(&n.event);
+            if let Some(after) = self.slots[f].spec.after_ms {
+                // Due later: the subject is not held for it (the window is the scenario's).
+                trigger.after_ms = Some(after);
+                let at = n.at + Duration::from_millis(after);
+                self.slots[f].delayed = Some((trigger, at, n.event.checkpoint()));
+                continue;
+            }
             let due = Due { trigger, at: n.at, checkpoint: n.event.checkpoint(), hold: n.hold.clone() };
             self.fire(f, due).await?;
         }
@@ -106,6 +113,16 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
             }
             let due_at = started + Duration::from_millis(t);
             self.fire(f, Due { trigger, at: due_at, checkpoint: None, hold: None }).await?;
+        }
+        // Event triggers' `after_ms`, in time order.
+        let mut later: Vec<(Instant, usize)> = (0..self.slots.len())
+            .filter_map(|f| self.slots[f].delayed.as_ref().filter(|d| d.1 <= now).map(|d| (d.1, f)))
+            .collect();
+        later.sort();
+        for (_, f) in later {
+            if let Some((trigger, at, checkpoint)) = self.slots[f].delayed.take() {
+                self.fire(f, Due { trigger, at, checkpoint, hold: None }).await?;
+            }
         }
         // Repeated faults: firing k is due at k × period, once the one before is healed.
         for f in 0..self.slots.len() {

@@ -83,6 +83,9 @@ pub(crate) struct Slot {
     pub kind: String,
     /// Its action was queued (a cluster action waiting for the one in flight).
     pub queued: bool,
+    /// Set off by its event, waiting out its `after_ms`: (its trigger, when it is due, the
+    /// event's checkpoint).
+    pub delayed: Option<(Trigger, Instant, Option<u64>)>,
     /// Times it was fired (an `every_ms` fault fires more than once).
     pub count: u32,
     /// Every firing, in order (each is a FaultStarted/FaultEnded pair).
@@ -102,6 +105,7 @@ impl Slot {
             kind: spec.kind.name().to_string(),
             spec,
             queued: false,
+            delayed: None,
             count: 0,
             firings: vec![],
             skipped: None,
@@ -111,7 +115,7 @@ impl Slot {
     }
 
     pub fn fired(&self) -> bool {
-        self.queued || self.count > 0 || !self.firings.is_empty()
+        self.queued || self.delayed.is_some() || self.count > 0 || !self.firings.is_empty()
     }
 
     fn repeats(&self) -> bool {
@@ -496,12 +500,18 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
             }
         }
         for f in 0..self.slots.len() {
+            let waited = self.slots[f].delayed.take();
             if self.slots[f].fired() {
                 continue;
             }
             let st = &self.states[self.who(f)];
             let ran_ms = st.job_started.map(|t| t.elapsed().as_millis() as u64).unwrap_or(0);
-            let reason = if self.deferred[f] {
+            let reason = if let Some((_, _, _)) = waited {
+                format!(
+                    "its event came, but the job ended (after {ran_ms} ms) before its after_ms ({} ms) had passed",
+                    self.slots[f].spec.after_ms.unwrap_or(0)
+                )
+            } else if self.deferred[f] {
                 // It fell due while its job was restoring, and waited for the
                 // workers to be up again; the job ended first.
                 format!(

@@ -50,6 +50,7 @@ fn on_checkpoint(kind: PremiseKind, n: u64) -> Premises {
     match kind {
         PremiseKind::TimeoutAbort => Premises { timeout_abort: of, ..Premises::default() },
         PremiseKind::OutlivesTimeout => Premises { outlives_timeout: of, ..Premises::default() },
+        PremiseKind::Superseded => Premises { superseded: of, ..Premises::default() },
     }
 }
 
@@ -213,4 +214,32 @@ fn a_mutant_holds_a_premise_its_base_met_in_the_same_run() {
     // No base in the run, or another premise: unchanged; a preempted one stays so.
     assert_eq!(with_base(vec![rec(Held::Unmet, "y")], "twopc-inject", &[]), vec![rec(Held::Unmet, "y")]);
     assert_eq!(with_base(vec![rec(Held::Preempted, "y")], "twopc-inject", &base), vec![rec(Held::Preempted, "y")]);
+}
+
+fn superseded_look(restored_from: u64, views: Vec<TxnView>) -> Event {
+    let o = Observation {
+        look: Look::Superseded { restored_from },
+        at_ms: 21_000,
+        looked_at: None,
+        transactions: Transactions::Seen(views),
+        note: Some("3 Ongoing under x-*".into()),
+    };
+    event(o.to_event())
+}
+
+#[test]
+fn superseded_met_only_when_the_resubmission_found_a_reopened_precommitted_id() {
+    let p = on_checkpoint(PremiseKind::Superseded, 4);
+    let r = one(&p, &[], &[superseded_look(4, vec![view("x-1-1", "Ongoing")])]);
+    assert_eq!(r.held, Held::Met, "{}", r.evidence);
+    assert!(r.evidence.contains("x-1-1 (producer 1000 epoch 3)"), "{}", r.evidence);
+    // The outage came before the id was reopened: nothing superseded, the scenario did not run.
+    let r = one(&p, &[], &[superseded_look(4, vec![])]);
+    assert_eq!(r.held, Held::Unmet);
+    assert!(r.evidence.contains("no transaction under its ids was Ongoing at a newer epoch"), "{}", r.evidence);
+    // Resubmitted from another checkpoint, or never.
+    let r = one(&p, &[], &[superseded_look(3, vec![view("x-1-1", "Ongoing")])]);
+    assert_eq!((r.held, r.evidence.as_str()), (Held::Unmet, "the job was never resubmitted from checkpoint 4"));
+    assert_eq!(p.checkpoints(), Vec::<u64>::new(), "no timeout look is scheduled for it");
+    assert_eq!(p.list()[0].to_string(), "superseded {checkpoint: 4}");
 }

@@ -637,6 +637,7 @@ async fn a_kill_between_persist_and_notify_skips_the_notification_and_restores_t
         when: When::CheckpointPersisted(2),
         duration_ms: None,
         times: None,
+        after_ms: None,
     }];
     let r = run("window", job(2, 400), Behavior { drop_restored: true, ..Behavior::default() }, faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
@@ -671,6 +672,7 @@ async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() 
             when: When::AtMs(40),
             duration_ms: Some(400),
             times: None,
+            after_ms: None,
         },
         FaultSpec {
             name: None,
@@ -678,6 +680,7 @@ async fn a_long_pause_trips_the_heartbeat_timeout_and_a_late_fault_is_skipped() 
             when: When::AtMs(600_000),
             duration_ms: None,
             times: None,
+            after_ms: None,
         },
     ];
     let r = run("pause", j, Behavior { step: 5, ..Behavior::default() }, faults).await;
@@ -710,6 +713,7 @@ async fn a_job_outage_keeps_the_job_down_for_its_duration() {
         when: When::CheckpointPersisted(1),
         duration_ms: Some(250),
         times: None,
+        after_ms: None,
     }];
     let r = run("outage", job(2, 300), Behavior::default(), faults).await;
     assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
@@ -721,6 +725,42 @@ async fn a_job_outage_keeps_the_job_down_for_its_duration() {
     let killed =
         r.count(|k| matches!(k, EventKind::WorkerExited { expected: false, status, .. } if status.contains("outage")));
     assert_eq!(killed, 2);
+    r.cleanup();
+}
+
+fn outage_after(after_ms: u64) -> Vec<FaultSpec> {
+    vec![FaultSpec {
+        after_ms: Some(after_ms),
+        duration_ms: Some(100),
+        ..fault("outage", Fault::JobOutage(Outage { target: None }), When::CheckpointPersisted(1))
+    }]
+}
+
+#[tokio::test]
+async fn after_ms_fires_an_event_triggered_fault_that_long_after_its_event() {
+    let r = run("after-ms", job(2, 3000), Behavior::default(), outage_after(100)).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let f = &r.faults[0];
+    assert!(f.fired && f.confirmed, "{f:?}");
+    assert_eq!(f.effect["start"]["trigger"]["after_ms"], 100, "{f:?}");
+    let at = |m: &dyn Fn(&EventKind) -> bool| r.events.iter().find(|e| m(&e.kind)).map(|e| e.mono_us).unwrap();
+    let persisted = at(&|k| matches!(k, EventKind::CheckpointPersisted { id: 1, .. }));
+    let started = at(&|k| matches!(k, EventKind::FaultStarted { name, .. } if name == "outage"));
+    assert!(started >= persisted + 100_000, "fired {} µs after checkpoint 1 was persisted", started - persisted);
+    // The job was not held for it: checkpoint 2 came in between.
+    let second = at(&|k| matches!(k, EventKind::CheckpointTriggered { id: 2 }));
+    assert!(second < started, "checkpoint 2 triggered at {second}, the fault at {started}");
+    r.cleanup();
+}
+
+#[tokio::test]
+async fn a_fault_whose_job_ends_within_its_after_ms_did_not_fire_and_says_why() {
+    let r = run("after-ms-late", job(2, 300), Behavior::default(), outage_after(60_000)).await;
+    assert_eq!(r.outcome.job, JobOutcome::Finished, "{:#?}", r.coordinator());
+    let f = &r.faults[0];
+    assert!(!f.fired && !f.confirmed, "{f:?}");
+    let why = f.effect["skipped"].as_str().unwrap();
+    assert!(why.contains("its event came, but the job ended") && why.contains("after_ms (60000 ms)"), "{why}");
     r.cleanup();
 }
 
@@ -853,6 +893,7 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
             when: When::AtMs(150),
             duration_ms: None,
             times: None,
+            after_ms: None,
         },
         FaultSpec {
             name: Some("kill-2".into()),
@@ -860,6 +901,7 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
             when: When::CheckpointPersisted(1),
             duration_ms: Some(100),
             times: None,
+            after_ms: None,
         },
         FaultSpec {
             name: Some("pause-coordinator-of-1".into()),
@@ -867,6 +909,7 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
             when: When::AtMs(160),
             duration_ms: None,
             times: None,
+            after_ms: None,
         },
     ];
     let mut brokers = FakeBrokers::default();

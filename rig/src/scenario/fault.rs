@@ -34,6 +34,9 @@ pub struct FaultSpec {
     pub duration_ms: Option<u64>,
     /// `every_ms` triggers: how many times (default: until the job ends).
     pub times: Option<u32>,
+    /// Event triggers: fire this many milliseconds after the event rather than at it (a
+    /// window the scenario widened, entered some way in; the subject is not held meanwhile).
+    pub after_ms: Option<u64>,
     /// What the fault is: `kind: net-delay` and that kind's parameters.
     pub kind: Fault,
 }
@@ -41,7 +44,7 @@ pub struct FaultSpec {
 impl FaultSpec {
     /// A fault with only a kind (and its parameters) and a trigger.
     pub fn new(kind: Fault, when: When) -> FaultSpec {
-        FaultSpec { name: None, when, duration_ms: None, times: None, kind }
+        FaultSpec { name: None, when, duration_ms: None, times: None, after_ms: None, kind }
     }
 
     /// Whether the fault belongs to one job rather than to the cluster every

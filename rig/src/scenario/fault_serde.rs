@@ -47,6 +47,9 @@ impl Serialize for FaultSpec {
         if let Some(t) = &self.times {
             m.serialize_entry("times", t)?;
         }
+        if let Some(a) = &self.after_ms {
+            m.serialize_entry("after_ms", a)?;
+        }
         self.kind.serialize_params(FieldsInto { map: &mut m, keep: |f| f != "target" })?;
         m.end()
     }
@@ -210,7 +213,7 @@ impl<'a, M: SerializeMap> Serializer for FieldsInto<'a, M> {
 // Reading
 
 /// The fields a spec has for every kind.
-const SPEC_FIELDS: [&str; 5] = ["name", "kind", "when", "duration_ms", "times"];
+const SPEC_FIELDS: [&str; 6] = ["name", "kind", "when", "duration_ms", "times", "after_ms"];
 
 impl<'de> Deserialize<'de> for FaultSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FaultSpec, D::Error> {
@@ -232,6 +235,7 @@ impl<'de> Visitor<'de> for SpecVisitor {
         let mut when: Option<When> = None;
         let mut duration_ms: Option<Option<u64>> = None;
         let mut times: Option<Option<u32>> = None;
+        let mut after_ms: Option<Option<u64>> = None;
         let mut kind: Option<FaultKind> = None;
         let mut params: Vec<(String, Raw)> = Vec::new();
         fn once<T, E: de::Error>(slot: &Option<T>, field: &'static str) -> Result<(), E> {
@@ -259,6 +263,10 @@ impl<'de> Visitor<'de> for SpecVisitor {
                     once(&times, "times")?;
                     times = Some(map.next_value()?);
                 }
+                "after_ms" => {
+                    once(&after_ms, "after_ms")?;
+                    after_ms = Some(map.next_value()?);
+                }
                 "kind" => {
                     once(&kind, "kind")?;
                     kind = Some(map.next_value()?);
@@ -277,6 +285,7 @@ impl<'de> Visitor<'de> for SpecVisitor {
             when,
             duration_ms: duration_ms.flatten(),
             times: times.flatten(),
+            after_ms: after_ms.flatten(),
             kind: fault,
         })
     }

@@ -32,6 +32,38 @@ pub struct FlinkSpec {
     /// (at most [`MAX_DRIVEN_EPOCH`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drive_epoch: Option<i16>,
+    /// A downscale: every resubmission from a retained checkpoint (after a JobManager loss
+    /// or a job outage) runs the operators at this parallelism, 1 to `job.parallelism`. The
+    /// source keeps `job.parallelism` splits (the same records); the restored writers' states
+    /// and committables go to fewer subtasks (FLINK-40626's case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resubmit_parallelism: Option<u32>,
+    /// One subtask's snapshot of one checkpoint held for a while, in the first submission
+    /// only: the checkpoint stays pending with every other subtask's snapshot taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_snapshot: Option<SlowSnapshot>,
+}
+
+/// `slow_snapshot: {subtask, checkpoint, ms}`: the job's `CheckpointLog` operator on `subtask`
+/// sleeps `ms` in its snapshot of `checkpoint`. Chained operators snapshot from the sink's
+/// end, so that subtask's writer has already prepared the checkpoint's transaction and
+/// opened the next one; the JobManager cannot complete the checkpoint until the sleep ends.
+/// That widens the window between "checkpoint n snapshotted" and "n complete" from tens of
+/// milliseconds to `ms`, for a fault to land in (FLINK-40626). A real job gets the same from a
+/// subtask with a slow state backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowSnapshot {
+    pub subtask: u32,
+    pub checkpoint: u64,
+    pub ms: u64,
+}
+
+impl SlowSnapshot {
+    /// The job's `--slow-snapshot` value.
+    pub fn arg(&self) -> String {
+        format!("{}:{}:{}", self.subtask, self.checkpoint, self.ms)
+    }
 }
 
 impl Default for FlinkSpec {
@@ -43,6 +75,8 @@ impl Default for FlinkSpec {
             naming: Naming::default(),
             taskmanagers: 1,
             drive_epoch: None,
+            resubmit_parallelism: None,
+            slow_snapshot: None,
         }
     }
 }
@@ -102,7 +136,8 @@ pub const MAX_DRIVEN_EPOCH: i16 = i16::MAX - 2;
 pub const MAX_TASKMANAGERS: u32 = 8;
 
 /// Problems of the section: (path, message). `file` is the scenario's, for a relative jar.
-pub(super) fn validate(f: &FlinkSpec, file: &str, parallelism: u32) -> Vec<(Vec<Seg>, String)> {
+pub(super) fn validate(f: &FlinkSpec, file: &str, job: &super::JobSpec) -> Vec<(Vec<Seg>, String)> {
+    let parallelism = job.parallelism;
     let mut out = Vec::new();
     let at = |field: &str| vec![key("flink"), key(field)];
     let connector = f.connector();
@@ -131,6 +166,32 @@ pub(super) fn validate(f: &FlinkSpec, file: &str, parallelism: u32) -> Vec<(Vec<
             out.push((
                 at("drive_epoch"),
                 format!("{e}: use 1 to {MAX_DRIVEN_EPOCH} (32766 would rotate the producer id before the job)"),
+            ));
+        }
+    }
+    if let Some(p) = f.resubmit_parallelism {
+        if p < 1 || p > parallelism {
+            out.push((
+                at("resubmit_parallelism"),
+                format!("{p}: use 1 to job.parallelism ({parallelism}); a resubmission can downscale, not upscale"),
+            ));
+        }
+    }
+    if let Some(slow) = &f.slow_snapshot {
+        let field = |name: &str| vec![key("flink"), key("slow_snapshot"), key(name)];
+        if slow.subtask >= parallelism {
+            out.push((field("subtask"), format!("{}: the job has subtasks 0 to {}", slow.subtask, parallelism - 1)));
+        }
+        if slow.checkpoint < 1 {
+            out.push((field("checkpoint"), "0: Flink's checkpoints are numbered from 1".into()));
+        }
+        if slow.ms < 1 || slow.ms >= job.checkpoint_timeout_ms {
+            out.push((
+                field("ms"),
+                format!(
+                    "{}: use 1 to below job.checkpoint_timeout_ms ({}), or the checkpoint expires instead",
+                    slow.ms, job.checkpoint_timeout_ms
+                ),
             ));
         }
     }

@@ -35,6 +35,12 @@ pub struct Premises {
     /// their timeout (KIP-939: an Enable2Pc transaction is exempt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outlives_timeout: Option<PremiseOf>,
+    /// When the Flink job is resubmitted from checkpoint N, a transaction under an id N holds
+    /// precommitted is Ongoing at a newer epoch (or another producer id) than N's committable:
+    /// the id was reopened after N's commit, and the job went down before N+1 completed
+    /// (FLINK-40626's superseded transaction). `flink-kafkasink` only; `checkpoint: N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<PremiseOf>,
 }
 
 /// Which transactions a premise is about: exactly one of the two.
@@ -57,6 +63,7 @@ pub struct PremiseOf {
 pub enum PremiseKind {
     TimeoutAbort,
     OutlivesTimeout,
+    Superseded,
 }
 
 impl PremiseKind {
@@ -64,6 +71,7 @@ impl PremiseKind {
         match self {
             PremiseKind::TimeoutAbort => "timeout_abort",
             PremiseKind::OutlivesTimeout => "outlives_timeout",
+            PremiseKind::Superseded => "superseded",
         }
     }
 }
@@ -88,22 +96,28 @@ impl fmt::Display for Premise {
 impl Premises {
     /// The premises written, in a fixed order.
     pub fn list(&self) -> Vec<Premise> {
-        [(PremiseKind::TimeoutAbort, &self.timeout_abort), (PremiseKind::OutlivesTimeout, &self.outlives_timeout)]
-            .into_iter()
-            .filter_map(|(kind, of)| of.clone().map(|of| Premise { kind, of }))
-            .collect()
+        [
+            (PremiseKind::TimeoutAbort, &self.timeout_abort),
+            (PremiseKind::OutlivesTimeout, &self.outlives_timeout),
+            (PremiseKind::Superseded, &self.superseded),
+        ]
+        .into_iter()
+        .filter_map(|(kind, of)| of.clone().map(|of| Premise { kind, of }))
+        .collect()
     }
 
-    /// The checkpoints whose transactions the rig must look at.
+    /// The checkpoints whose transactions the rig must look at past their timeout (a
+    /// `superseded` premise is looked at by the Flink subject when it resubmits).
     pub fn checkpoints(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self.list().iter().filter_map(|p| p.of.checkpoint).collect();
+        let mut v: Vec<u64> =
+            self.list().iter().filter(|p| p.kind != PremiseKind::Superseded).filter_map(|p| p.of.checkpoint).collect();
         v.sort_unstable();
         v.dedup();
         v
     }
 
     pub fn is_empty(&self) -> bool {
-        self.timeout_abort.is_none() && self.outlives_timeout.is_none()
+        self.timeout_abort.is_none() && self.outlives_timeout.is_none() && self.superseded.is_none()
     }
 }
 
@@ -125,6 +139,7 @@ mod tests {
         let p = Premises {
             timeout_abort: Some(PremiseOf { checkpoint: Some(3), fault: None }),
             outlives_timeout: Some(PremiseOf { checkpoint: None, fault: Some("freeze-0".into()) }),
+            superseded: None,
         };
         let l = p.list();
         assert_eq!(l.len(), 2);

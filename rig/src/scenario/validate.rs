@@ -158,7 +158,7 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         if !flink_mode {
             bad(vec![key("flink")], "a flink section, but modes has no flink-kafkasink".into());
         }
-        for (path, message) in super::flink::validate(f, file, j.parallelism) {
+        for (path, message) in super::flink::validate(f, file, j) {
             bad(path, message);
         }
     }
@@ -403,6 +403,9 @@ fn validate_fault(s: &Scenario, locs: &Locs, i: usize, f: &FaultSpec, bad: &mut 
         }
         Some(0) => bad(fp("times"), "must be ≥ 1".into()),
         _ => {}
+    }
+    if f.after_ms.is_some() && matches!(f.when, When::AtMs(_) | When::EveryMs(_)) {
+        bad(fp("after_ms"), "after_ms goes with an event trigger; with a time trigger, add it to the time".into())
     }
     if k == FaultKind::CoordinatorCrash && !matches!(f.when, When::CheckpointPersisted(_)) {
         bad(

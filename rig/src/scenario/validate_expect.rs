@@ -71,11 +71,23 @@ pub(super) fn validate_premises(
         );
     }
     if p.is_empty() {
-        bad(path.clone(), "name a premise: timeout_abort or outlives_timeout".into());
+        bad(path.clone(), "name a premise: timeout_abort, outlives_timeout or superseded".into());
     }
     for pr in p.list() {
         let mut pp = path.clone();
         pp.push(key(pr.kind.name()));
+        if pr.kind == premise::PremiseKind::Superseded {
+            if m != SinkMode::FlinkKafkasink {
+                bad(
+                    pp.clone(),
+                    "superseded is looked at by the Flink subject when it resubmits: flink-kafkasink only".into(),
+                );
+            }
+            if pr.of.fault.is_some() {
+                bad(pp.clone(), "superseded is about a checkpoint's ids: name `checkpoint: N`".into());
+                continue;
+            }
+        }
         match (&pr.of.checkpoint, &pr.of.fault) {
             (Some(_), Some(_)) | (None, None) => {
                 bad(pp, "name exactly one of `checkpoint: N` or `fault: NAME`".into());

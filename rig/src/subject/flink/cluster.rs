@@ -129,7 +129,10 @@ pub struct FlinkCluster {
 
 impl FlinkCluster {
     /// Writes the configuration and the classpath; starts nothing.
-    pub fn prepare(spec: ClusterSpec) -> anyhow::Result<FlinkCluster> {
+    pub fn prepare(mut spec: ClusterSpec) -> anyhow::Result<FlinkCluster> {
+        // Absolute: the JVMs get these paths as URIs (`file://…` for log4j) and as Flink's
+        // directories; a relative results directory (`results/…`) would name a host there.
+        spec.dir = std::path::absolute(&spec.dir).with_context(|| format!("resolving {}", spec.dir.display()))?;
         let d = &spec.dir;
         for sub in ["conf", "lib", "log", "checkpoints", "tmp", "web"] {
             fs::create_dir_all(d.join(sub)).with_context(|| format!("creating {}", d.join(sub).display()))?;

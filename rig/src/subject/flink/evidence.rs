@@ -102,6 +102,8 @@ pub struct Evidence {
     pub job: Option<String>,
     threads: HashMap<String, Thread>,
     tid_checkpoint: HashMap<String, u64>,
+    /// Checkpoint → its committables (id → producer id, epoch), from the writer's Prepare lines.
+    pub precommitted: BTreeMap<u64, super::lingering::Precommitted>,
     notified: BTreeSet<u64>,
     pending_drop: Option<Drop>,
     pub dropped: u64,
@@ -148,6 +150,7 @@ impl Evidence {
             job: None,
             threads: HashMap::new(),
             tid_checkpoint: HashMap::new(),
+            precommitted: BTreeMap::new(),
             notified: BTreeSet::new(),
             pending_drop: None,
             dropped: 0,
@@ -245,6 +248,9 @@ impl Evidence {
                 };
                 let (producer_id, producer_epoch) = prepared.as_ref().map(|(_, p, e)| (*p, *e)).unwrap_or((-1, -1));
                 self.tid_checkpoint.insert(tid.clone(), id);
+                if producer_id >= 0 {
+                    self.precommitted.entry(id).or_default().insert(tid.clone(), (producer_id, producer_epoch));
+                }
                 if let Ok(mut seen) = self.seen.lock() {
                     seen.tids.insert((subtask, id), tid.clone());
                 }
@@ -333,6 +339,13 @@ impl Evidence {
                     "TaskManager log {source}: its Classpath line {} {}",
                     if holds { "holds" } else { "does not hold" },
                     self.connector_jar_name
+                );
+                self.record(at, Source::Coordinator, EventKind::Note { text })?;
+            }
+            Event::SlowSnapshot { subtask, id, ms } => {
+                let text = format!(
+                    "slow snapshot (flink.slow_snapshot): subtask {subtask} held its snapshot of checkpoint {id} for {ms} ms, \
+                     checkpoint {id} pending meanwhile"
                 );
                 self.record(at, Source::Coordinator, EventKind::Note { text })?;
             }

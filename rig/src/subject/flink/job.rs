@@ -23,6 +23,7 @@ use super::rest::{Rest, RunRequest};
 use super::{Command, FlinkConfig, Seen};
 use crate::history::{self, JobOutcome};
 use crate::subject::{JobEvent, JobReport, Notice, Outage, OutageEnd, WorkerHit};
+use sinkhole_workloads::wire::describe_transactions::TxnDescription;
 
 const TICK: Duration = Duration::from_millis(50);
 /// How often the job's status is asked (REST).
@@ -37,6 +38,9 @@ enum Phase {
     Down { until: Instant, all: bool },
     Done,
 }
+
+mod looks;
+mod provenance;
 
 pub(super) struct Loop {
     cfg: FlinkConfig,
@@ -69,6 +73,34 @@ pub(super) struct Loop {
     outcome: Option<JobOutcome>,
     /// FLINK-40689: the ids driven to `flink.drive_epoch` before the job.
     driven: Vec<super::epochs::Driven>,
+    /// The lingering look due for the latest resubmission ([`super::lingering`]).
+    look: Option<PendingLook>,
+    /// The lingering look under way (on a task of its own: a broker that does not answer
+    /// must not stall the loop), with what it is for and the job ms it began.
+    looking: Option<(PendingLook, u64, LookTask)>,
+    /// Transactions the look found lingering, watched until they end: (what was found,
+    /// job ms when found).
+    watching: Vec<(super::lingering::Found, u64)>,
+    last_watch: Instant,
+    /// The watch's question under way.
+    asking: Option<tokio::task::JoinHandle<Result<Vec<TxnDescription>, String>>>,
+}
+
+/// A lingering look on its task.
+type LookTask = tokio::task::JoinHandle<Result<super::lingering::Look, String>>;
+
+/// A resubmission's lingering look, due once it completed its own checkpoints.
+#[derive(Debug, Clone, Copy)]
+struct PendingLook {
+    attempt: u32,
+    restored_from: Option<u64>,
+    /// Unix ms of the submission: what began before it is an earlier attempt's.
+    submitted_ms: i64,
+    completed_at_submit: u64,
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 fn partitioning(p: Partitioning) -> &'static str {
@@ -149,6 +181,11 @@ impl Loop {
             deadline,
             outcome: None,
             driven: vec![],
+            look: None,
+            looking: None,
+            watching: vec![],
+            last_watch: Instant::now(),
+            asking: None,
         })
     }
 
@@ -273,9 +310,27 @@ impl Loop {
         self.coord(EventKind::WorkerStarted { subtask: k, pid, attempt: self.attempt })
     }
 
-    fn program_args(&self) -> Vec<String> {
+    /// The parallelism of a submission: `job.parallelism` at first, `flink.resubmit_parallelism`
+    /// (a downscale) for a resubmission from a retained checkpoint when the scenario sets it.
+    fn parallelism(&self, first: bool) -> u32 {
+        match self.cfg.flink.resubmit_parallelism {
+            Some(p) if !first => p,
+            _ => self.cfg.job.parallelism,
+        }
+    }
+
+    /// The job's arguments; `first` is the first submission (a slow snapshot is its only).
+    fn program_args(&self, first: bool) -> Vec<String> {
         let j = &self.cfg.job;
         let a = |k: &str, v: String| [format!("--{k}"), v];
+        let mut extra: Vec<[String; 2]> = vec![];
+        if let (true, Some(slow)) = (first, &self.cfg.flink.slow_snapshot) {
+            extra.push(a("slow-snapshot", slow.arg()));
+        }
+        let p = self.parallelism(first);
+        if p != j.parallelism {
+            extra.push(a("operator-parallelism", p.to_string()));
+        }
         [
             a("run-id", self.cfg.run_id.clone()),
             a("bootstrap", self.cfg.bootstrap.join(",")),
@@ -296,6 +351,7 @@ impl Loop {
             a("restart-delay-ms", j.restart_delay_ms.max(500).to_string()),
         ]
         .into_iter()
+        .chain(extra)
         .flatten()
         .collect()
     }
@@ -309,16 +365,23 @@ impl Loop {
     }
 
     async fn submit(&mut self) -> anyhow::Result<()> {
-        let from = if self.jobs.is_empty() { None } else { self.latest_retained() };
+        let first = self.jobs.is_empty();
+        let from = if first { None } else { self.latest_retained() };
         // Uploaded jars live in the JobManager's upload directory; a restarted one lists them again.
         let jar = match &self.jar_id {
             Some(j) if !self.jobs.is_empty() => j.clone(),
             _ => self.rest.upload(&self.cfg.dist.job_jar).await.context("uploading the job jar")?,
         };
         self.jar_id = Some(jar.clone());
+        if let (false, Some((n, _))) = (first, &from) {
+            if self.cfg.superseded_looks.contains(n) {
+                self.look_superseded(*n).await?;
+            }
+        }
+        let parallelism = self.parallelism(first);
         let req = RunRequest {
-            args: self.program_args(),
-            parallelism: self.cfg.job.parallelism,
+            args: self.program_args(first),
+            parallelism,
             savepoint: from.as_ref().map(|(_, p)| p.clone()),
         };
         let id = match self.rest.run(&jar, &req).await {
@@ -333,10 +396,26 @@ impl Loop {
         };
         let restored_from = from.as_ref().map(|(n, _)| *n);
         self.evidence.restored_from = restored_from;
+        let downscale = if parallelism < self.cfg.job.parallelism {
+            format!(
+                " at parallelism {parallelism}, down from {} (flink.resubmit_parallelism)",
+                self.cfg.job.parallelism
+            )
+        } else {
+            String::new()
+        };
         self.note(format!(
-            "Flink job {id} submitted{}",
+            "Flink job {id} submitted{}{downscale}",
             from.as_ref().map(|(_, p)| format!(" from the retained checkpoint {p}")).unwrap_or_default()
         ))?;
+        if !first {
+            self.look = Some(PendingLook {
+                attempt: self.attempt,
+                restored_from,
+                submitted_ms: unix_ms(),
+                completed_at_submit: self.completed,
+            });
+        }
         self.progress(&format!(
             "Flink job {id} submitted{}",
             restored_from.map(|n| format!(" from checkpoint {n}")).unwrap_or_default()
@@ -360,6 +439,17 @@ impl Loop {
             Some(Heard::Completed { id }) => {
                 self.completed += 1;
                 self.progress(&format!("checkpoint {id} complete (attempt {})", self.attempt));
+                if let Some(l) = self.look {
+                    if self.completed >= l.completed_at_submit + super::lingering::AFTER_CHECKPOINTS {
+                        self.look = None;
+                        let (bootstrap, prefix) = (self.cfg.bootstrap.clone(), self.cfg.tid_prefix.clone());
+                        let task =
+                            tokio::spawn(
+                                async move { super::lingering::look(&bootstrap, &prefix, l.submitted_ms).await },
+                            );
+                        self.looking = Some((l, self.start.elapsed().as_millis() as u64, task));
+                    }
+                }
             }
             Some(Heard::Restored { job, id }) if Some(&job) == self.jobs.last() => {
                 self.restored = Some(id);
@@ -402,6 +492,8 @@ impl Loop {
 
     async fn on_tick(&mut self) -> anyhow::Result<()> {
         self.evidence.flush(Duration::from_millis(500))?;
+        self.lingering_found().await?;
+        self.watch_lingering().await?;
         let now = Instant::now();
         for (role, pid, status) in self.cluster.exited() {
             let subtask = match role {
@@ -649,6 +741,7 @@ impl Loop {
     /// Writes the evidence files, kills what is left, builds the report. Runs on error paths too.
     async fn finish(&mut self) -> anyhow::Result<JobReport> {
         self.cluster.kill_all();
+        self.last_looks().await?;
         let dir = self.cfg.dir.join("flink");
         for (job, h) in &self.history_json {
             let _ = std::fs::write(dir.join(format!("checkpoints-{job}.json")), serde_json::to_vec_pretty(h)?);
@@ -659,6 +752,7 @@ impl Loop {
             ))?;
         }
         self.provenance()?;
+        self.still_lingering()?;
         if !self.driven.is_empty() {
             for line in super::epochs::after(&self.cfg.bootstrap, &self.driven).await {
                 self.progress(&line);
@@ -678,49 +772,5 @@ impl Loop {
             committables_dropped: self.evidence.dropped,
             wall_ms: self.start.elapsed().as_millis() as u64,
         })
-    }
-
-    /// Which connector jar the TaskManagers loaded KafkaSink from, against the one this run
-    /// put on their classpath: `flink/provenance.json` and a note.
-    fn provenance(&self) -> anyhow::Result<()> {
-        let expected = match &self.cfg.connector_jar {
-            Some(j) => {
-                (self.cluster.lib.join(j.path.file_name().unwrap_or_default()), j.sha256.clone(), "the contributor's")
-            }
-            None => {
-                let sha = crate::install::flink::sha256_file(&self.cfg.dist.connector_jar).unwrap_or_default();
-                (
-                    self.cluster.lib.join(self.cfg.dist.connector_jar.file_name().unwrap_or_default()),
-                    sha,
-                    "the released",
-                )
-            }
-        };
-        let sink = "org.apache.flink.connector.kafka.sink.KafkaSink";
-        let loaded: Vec<_> = self.evidence.loaded.iter().filter(|l| l.class == sink).collect();
-        // The JVM names a jar by its real path: the released one through lib/'s symlink.
-        let real = std::fs::canonicalize(&expected.0).unwrap_or_else(|_| expected.0.clone());
-        let proven = !loaded.is_empty()
-            && loaded
-                .iter()
-                .all(|l| l.sha256 == expected.1 && l.jar.strip_prefix("file:") == Some(&*real.display().to_string()));
-        let classpath = !self.evidence.classpath.is_empty() && self.evidence.classpath.values().all(|h| *h);
-        let doc = serde_json::json!({
-            "expected": {"jar": expected.0, "real_path": real, "sha256": expected.1, "which": expected.2,
-                         "source": self.cfg.connector_jar.as_ref().map(|j| j.path.clone())},
-            "loaded": self.evidence.loaded,
-            "taskmanager_classpath_holds_it": self.evidence.classpath,
-            "proven": proven && classpath,
-        });
-        std::fs::write(self.cfg.dir.join("flink").join("provenance.json"), serde_json::to_vec_pretty(&doc)?)?;
-        self.note(format!(
-            "connector provenance: {} jar {} (sha256 {}) {} (KafkaSink loaded from it by every subtask: {proven}; on every TaskManager's Classpath line: {classpath})",
-            expected.2,
-            expected.0.display(),
-            expected.1,
-            if proven && classpath { "was loaded" } else { "was NOT shown to be loaded" }
-        ))?;
-        self.progress(&format!("connector jar {} loaded: {}", expected.0.display(), proven && classpath));
-        Ok(())
     }
 }

@@ -92,6 +92,8 @@ pub enum Event {
     /// `sinkhole checkpoint N subtask I source S first_seq A next_seq K records C`
     /// (`records 0`: nothing since the last one).
     Snapshot { id: u64, subtask: u32, source: Option<u32>, first_seq: u64, next_seq: u64, records: u64 },
+    /// `sinkhole slow snapshot subtask I checkpoint N held MS ms` (`flink.slow_snapshot`)
+    SlowSnapshot { subtask: u32, id: u64, ms: u64 },
     /// `sinkhole restore subtask I checkpoint N`
     TaskRestored { subtask: u32, id: Option<u64> },
     /// `sinkhole provenance (…): class=C jar=URL sha256=H`
@@ -142,6 +144,11 @@ pub fn parse(l: &LogLine) -> Option<Event> {
         let first_seq = after(rest, " first_seq ").and_then(num).unwrap_or(0);
         let next_seq = after(rest, " next_seq ").and_then(num).unwrap_or(0);
         return Some(Event::Snapshot { id, subtask, source, first_seq, next_seq, records });
+    }
+    if let Some(rest) = m.strip_prefix("sinkhole slow snapshot subtask ") {
+        let subtask = num(rest.split(' ').next()?)?;
+        let id = num(after(rest, " checkpoint ")?)?;
+        return Some(Event::SlowSnapshot { subtask, id, ms: num(after(rest, " held ")?)? });
     }
     if let Some(rest) = m.strip_prefix("sinkhole restore subtask ") {
         let subtask = num(rest.split(' ').next()?)?;

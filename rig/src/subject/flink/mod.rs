@@ -44,6 +44,7 @@ pub mod cluster;
 pub mod epochs;
 pub mod evidence;
 mod job;
+pub mod lingering;
 pub mod logs;
 pub mod rest;
 
@@ -64,6 +65,9 @@ pub struct FlinkConfig {
     pub tid_prefix: String,
     /// The cluster's bootstrap servers (the proxy's when it has one).
     pub bootstrap: Vec<String>,
+    /// The checkpoints a `superseded` premise names: at a resubmission from one of them the
+    /// subject looks for transactions superseding its committables ([`lingering`]).
+    pub superseded_looks: Vec<u64>,
     pub progress: bool,
 }
 

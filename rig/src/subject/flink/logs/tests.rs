@@ -71,6 +71,8 @@ fn the_jobs_own_lines() {
         parse(&l),
         Some(Event::Snapshot { id: 9, subtask: 0, source: None, first_seq: 0, next_seq: 0, records: 0 })
     );
+    let l = rec(log, "t", "sinkhole slow snapshot subtask 0 checkpoint 4 held 5000 ms");
+    assert_eq!(parse(&l), Some(Event::SlowSnapshot { subtask: 0, id: 4, ms: 5000 }));
     let l = rec(log, "t", "sinkhole restore subtask 1 checkpoint 15");
     assert_eq!(parse(&l), Some(Event::TaskRestored { subtask: 1, id: Some(15) }));
     let p = rec("sinkhole.flink.SinkholeSerializer", "t", "sinkhole provenance (subtask 0): class=org.apache.flink.connector.kafka.sink.KafkaSink jar=file:/x/lib/flink-connector-kafka-5.0.0-2.2-contrib.jar sha256=627268686c3e");

@@ -30,15 +30,45 @@ import org.slf4j.LoggerFactory;
  *   sinkhole restore subtask I checkpoint N
  * </pre>
  * where I is the task's subtask index (the writer's, which names the transaction) and S the
- * logical subtask of the records (the source split's); a subtask normally sees one S.
+ * logical subtask of the records (the source split's); a subtask normally sees one S, and
+ * after a downscale it can see several.
+ *
+ * <p>A slow snapshot ({@code --slow-snapshot S:N:MS}): subtask S sleeps MS ms in its
+ * snapshotState of checkpoint N, before its line, and logs
+ * {@code sinkhole slow snapshot subtask S checkpoint N held MS ms} when it goes on. Chained
+ * operators snapshot from the tail (OperatorChain.snapshotState), so S's writer has already
+ * prepared N's transaction and opened the next one, and every other subtask acknowledges N
+ * as usual: checkpoint N stays pending on the JobManager for MS ms with the next
+ * transactions open. That is how a subtask with a slow state backend holds a checkpoint; a
+ * fault aimed at "N snapshotted but not complete" (FLINK-40626's window) gets MS ms of it.
  */
 public final class CheckpointLog extends RichMapFunction<SinkholeRecord, SinkholeRecord>
         implements CheckpointedFunction {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = LoggerFactory.getLogger(CheckpointLog.class);
 
+    private final int slowSubtask;
+    private final long slowCheckpoint;
+    private final long slowMs;
+
     /** Logical subtask → {first seq, last seq, count} since the last checkpoint. */
     private transient Map<Integer, long[]> seen;
+
+    public CheckpointLog() {
+        this(-1, 0, 0);
+    }
+
+    /** With a slow snapshot of checkpoint {@code checkpoint} on {@code subtask} (-1: none). */
+    public CheckpointLog(int subtask, long checkpoint, long ms) {
+        this.slowSubtask = subtask;
+        this.slowCheckpoint = checkpoint;
+        this.slowMs = ms;
+    }
+
+    /** Whether this subtask's snapshot of checkpoint {@code n} is the slow one. */
+    boolean slow(long n, int subtask) {
+        return slowSubtask >= 0 && subtask == slowSubtask && n == slowCheckpoint && slowMs > 0;
+    }
 
     @Override
     public SinkholeRecord map(SinkholeRecord r) {
@@ -65,8 +95,12 @@ public final class CheckpointLog extends RichMapFunction<SinkholeRecord, Sinkhol
     }
 
     @Override
-    public void snapshotState(FunctionSnapshotContext context) {
+    public void snapshotState(FunctionSnapshotContext context) throws InterruptedException {
         long n = context.getCheckpointId();
+        if (slow(n, subtask())) {
+            Thread.sleep(slowMs);
+            LOG.info("sinkhole slow snapshot subtask {} checkpoint {} held {} ms", subtask(), n, slowMs);
+        }
         if (seen().isEmpty()) {
             LOG.info("{}", line(n, subtask(), null, null));
         }

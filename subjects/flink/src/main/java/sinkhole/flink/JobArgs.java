@@ -22,7 +22,21 @@ public final class JobArgs implements Serializable {
     public String topic;
     public int partitions = 1;
     public Records.Partitioning partitioning = Records.Partitioning.ROUND_ROBIN;
+    /** The logical subtasks: the source's splits, each emitting {@link #records} records. */
     public int parallelism = 1;
+    /**
+     * The operators' parallelism for this submission, 0 = {@link #parallelism}. Lower on a
+     * resubmission from a retained checkpoint, it is a downscale: the splits, the writers'
+     * states and the committables of the restored checkpoint go to fewer subtasks.
+     */
+    public int operatorParallelism = 0;
+    /**
+     * A slow snapshot: the subtask of this index holds its snapshot of checkpoint
+     * {@link #slowCheckpoint} for {@link #slowMs} ms (-1: none). See {@link CheckpointLog}.
+     */
+    public int slowSubtask = -1;
+    public long slowCheckpoint = 0;
+    public long slowMs = 0;
     /** Records per subtask: subtask s emits seq 0..records-1. */
     public long records = 1000;
     /** Records per second per subtask; 0 = unthrottled. */
@@ -59,6 +73,8 @@ public final class JobArgs implements Serializable {
                 case "partitions": a.partitions = positiveInt(name, v); break;
                 case "partitioning": a.partitioning = Records.Partitioning.parse(v); break;
                 case "parallelism": a.parallelism = positiveInt(name, v); break;
+                case "operator-parallelism": a.operatorParallelism = positiveInt(name, v); break;
+                case "slow-snapshot": a.slowSnapshot(name, v); break;
                 case "records": a.records = positiveLong(name, v); break;
                 case "rate": a.ratePerSubtask = nonNegativeDouble(name, v); break;
                 case "tid-prefix": a.tidPrefix = v; break;
@@ -95,10 +111,34 @@ public final class JobArgs implements Serializable {
             throw new IllegalArgumentException(
                     "--naming: INCREMENTING or POOLING, got '" + a.naming + "'");
         }
+        if (a.operatorParallelism > a.parallelism) {
+            throw new IllegalArgumentException("--operator-parallelism " + a.operatorParallelism
+                    + " is above --parallelism " + a.parallelism + ": a split would have no records");
+        }
+        if (a.slowSubtask >= a.parallelism) {
+            throw new IllegalArgumentException("--slow-snapshot: no subtask " + a.slowSubtask
+                    + " at parallelism " + a.parallelism);
+        }
         if (a.jobName == null) {
             a.jobName = "sinkhole " + a.runId;
         }
         return a;
+    }
+
+    /** The operators' parallelism of this submission. */
+    public int runParallelism() {
+        return operatorParallelism > 0 ? operatorParallelism : parallelism;
+    }
+
+    /** {@code --slow-snapshot SUBTASK:CHECKPOINT:MS}. */
+    private void slowSnapshot(String name, String v) {
+        String[] p = v.split(":");
+        if (p.length != 3) {
+            throw new IllegalArgumentException(name + " wants SUBTASK:CHECKPOINT:MS, got '" + v + "'");
+        }
+        slowSubtask = (int) nonNegativeLong(name, p[0]);
+        slowCheckpoint = positiveLong(name, p[1]);
+        slowMs = positiveLong(name, p[2]);
     }
 
     private static int positiveInt(String name, String v) {

@@ -47,7 +47,7 @@ public final class SinkholeJob {
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.configure(Configuration.fromMap(jobConfig(a)));
-        env.setParallelism(a.parallelism);
+        env.setParallelism(a.runParallelism());
 
         DataGeneratorSource<SinkholeRecord> source =
                 new DataGeneratorSource<>(
@@ -61,7 +61,7 @@ public final class SinkholeJob {
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "sinkhole-source")
                 .uid(SOURCE_UID)
                 // Chained between source and writer: logs each checkpoint's records per subtask.
-                .map(new CheckpointLog())
+                .map(new CheckpointLog(a.slowSubtask, a.slowCheckpoint, a.slowMs))
                 .name("sinkhole-checkpoint-log")
                 .uid(CHECKPOINT_LOG_UID)
                 .sinkTo(sink)
@@ -88,7 +88,8 @@ public final class SinkholeJob {
 
     /**
      * DataGeneratorSource's rate is for the whole source: RateLimiterStrategy.perSecond(r)
-     * gives each of the P readers r / P, so the per-subtask rate is multiplied by P.
+     * gives each of the P readers r / P, so the per-subtask rate is multiplied by P (the
+     * logical subtasks: after a downscale the fewer readers share the same total).
      */
     @SuppressWarnings("rawtypes")
     static RateLimiterStrategy rate(JobArgs a) {

@@ -1,6 +1,8 @@
 package sinkhole.flink;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
@@ -25,5 +27,15 @@ class CheckpointLogTest {
         assertEquals(
                 "sinkhole checkpoint 2 subtask 0 source 1 first_seq 10 next_seq 13 records 3",
                 CheckpointLog.line(2, 0, 1, new long[] {10, 12, 3}));
+    }
+
+    @Test
+    void onlyTheNamedSubtasksSnapshotOfTheNamedCheckpointIsSlow() {
+        CheckpointLog log = new CheckpointLog(0, 4, 5000);
+        assertTrue(log.slow(4, 0));
+        assertFalse(log.slow(4, 1));
+        assertFalse(log.slow(3, 0));
+        assertFalse(log.slow(5, 0));
+        assertFalse(new CheckpointLog().slow(4, 0));
     }
 }

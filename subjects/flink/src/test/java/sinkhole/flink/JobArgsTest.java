@@ -55,6 +55,26 @@ class JobArgsTest {
     }
 
     @Test
+    void aDownscaledResubmissionAndASlowSnapshot() {
+        JobArgs a = JobArgs.parse(with("--parallelism", "2", "--operator-parallelism", "1",
+                "--slow-snapshot", "0:4:5000"));
+        assertEquals(2, a.parallelism);
+        assertEquals(1, a.runParallelism());
+        assertEquals(0, a.slowSubtask);
+        assertEquals(4, a.slowCheckpoint);
+        assertEquals(5000, a.slowMs);
+        JobArgs d = JobArgs.parse(with("--parallelism", "3"));
+        assertEquals(3, d.runParallelism());
+        assertEquals(-1, d.slowSubtask);
+        assertThrows(IllegalArgumentException.class,
+                () -> JobArgs.parse(with("--parallelism", "1", "--operator-parallelism", "2")));
+        assertThrows(IllegalArgumentException.class,
+                () -> JobArgs.parse(with("--parallelism", "2", "--slow-snapshot", "2:4:5000")));
+        assertThrows(IllegalArgumentException.class, () -> JobArgs.parse(with("--slow-snapshot", "0:4")));
+        assertThrows(IllegalArgumentException.class, () -> JobArgs.parse(with("--slow-snapshot", "0:0:10")));
+    }
+
+    @Test
     void rejectsBadArguments() {
         assertThrows(IllegalArgumentException.class, () -> JobArgs.parse(new String[] {"--run-id", "x"}));
         assertThrows(IllegalArgumentException.class, () -> JobArgs.parse(with("--naming", "random")));
