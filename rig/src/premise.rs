@@ -55,6 +55,7 @@ pub fn evaluate(premises: &Premises, faults: &[FaultRecord], events: &[Event]) -
         .into_iter()
         .map(|p| {
             let (held, evidence) = match (&p.of.checkpoint, &p.of.fault) {
+                (Some(n), _) if p.kind == PremiseKind::Superseded => superseded(*n, &looks),
                 (Some(n), _) => of_checkpoint(&p, *n, &looks, events),
                 (None, Some(name)) => of_fault(&p, name, faults),
                 (None, None) => (Held::Unmet, "the premise names no transactions".to_string()),
@@ -170,9 +171,6 @@ fn superseded(n: u64, looks: &[Observation]) -> (Held, String) {
 }
 
 fn of_checkpoint(p: &Premise, n: u64, looks: &[Observation], events: &[Event]) -> (Held, String) {
-    if p.kind == PremiseKind::Superseded {
-        return superseded(n, looks);
-    }
     let Some(o) = looks.iter().rev().find(|o| o.look == Look::Checkpoint { checkpoint: n }) else {
         return (Held::Unmet, format!("checkpoint {n} was never persisted, so its transactions were not looked at"));
     };
@@ -206,7 +204,7 @@ fn of_checkpoint(p: &Premise, n: u64, looks: &[Observation], events: &[Event]) -
             (Held::Unmet, format!("{seen} — the broker aborted them"))
         }
         PremiseKind::OutlivesTimeout => (Held::Met, seen),
-        PremiseKind::Superseded => superseded(n, looks),
+        PremiseKind::Superseded => unreachable!("superseded is judged from its own look, in evaluate"),
     }
 }
 

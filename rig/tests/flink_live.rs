@@ -223,7 +223,7 @@ fn a_panic_leaves_no_jobmanager() {
 fn flink_40689_the_recovery_after_an_epoch_rollover_fails_the_job() {
     let _turn = common::serial();
     dist();
-    let (_, v, h, dir) = run_shipped("flink-40689-epoch-rollover");
+    let (v, h, dir) = run_shipped("flink-40689-epoch-rollover");
     assert_eq!(v["outcome"], "pass", "{v}");
     assert!(
         v["reason"].as_str().unwrap().contains("caused by org.apache.kafka.common.errors.InvalidPidMappingException"),
@@ -238,9 +238,9 @@ fn flink_40689_the_recovery_after_an_epoch_rollover_fails_the_job() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs a shipped scenario at seed 1 into a test directory: (its mode directory, verdict.json,
+/// Runs a shipped scenario at seed 1 into a test directory: (its mode's verdict.json,
 /// history.jsonl, the directory to remove).
-fn run_shipped(name: &str) -> (PathBuf, Value, String, PathBuf) {
+fn run_shipped(name: &str) -> (Value, String, PathBuf) {
     let dir = common::test_dir(name);
     std::fs::create_dir_all(&dir).unwrap();
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/{name}.yaml"));
@@ -253,7 +253,7 @@ fn run_shipped(name: &str) -> (PathBuf, Value, String, PathBuf) {
     let m = mode_dir(&results);
     let v = json(&m.join("verdict.json"));
     let h = std::fs::read_to_string(m.join("history.jsonl")).unwrap();
-    (m, v, h, dir)
+    (v, h, dir)
 }
 
 /// FLINK-40626 (POOLING): subtask 0's snapshot of checkpoint 5 held 8 s, a job outage 1 s into
@@ -264,7 +264,7 @@ fn run_shipped(name: &str) -> (PathBuf, Value, String, PathBuf) {
 fn flink_40626_a_downscaled_restore_leaves_the_superseded_transaction_open_until_its_timeout() {
     let _turn = common::serial();
     dist();
-    let (_, v, h, dir) = run_shipped("flink-40626-downscale");
+    let (v, h, dir) = run_shipped("flink-40626-downscale");
     assert_eq!(v["outcome"], "pass", "{v}");
     assert_eq!(v["premises"][0]["premise"], "superseded {checkpoint: 4}", "{v}");
     assert_eq!(v["premises"][0]["held"], "met", "{v}");
@@ -290,7 +290,7 @@ fn flink_40626_a_downscaled_restore_leaves_the_superseded_transaction_open_until
 fn flink_40626_at_the_same_parallelism_the_superseded_transaction_is_aborted_by_reuse() {
     let _turn = common::serial();
     dist();
-    let (_, v, h, dir) = run_shipped("flink-40626-pooling");
+    let (v, h, dir) = run_shipped("flink-40626-pooling");
     assert_eq!(v["outcome"], "pass", "{v}");
     assert_eq!(v["premises"][0]["held"], "met", "{v}");
     assert_eq!(v["counts"]["lingering"].as_u64().unwrap_or(0), 0, "{v}");

@@ -500,13 +500,13 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
             }
         }
         for f in 0..self.slots.len() {
-            let waited = self.slots[f].delayed.take();
+            let waited = self.slots[f].delayed.take().is_some();
             if self.slots[f].fired() {
                 continue;
             }
             let st = &self.states[self.who(f)];
             let ran_ms = st.job_started.map(|t| t.elapsed().as_millis() as u64).unwrap_or(0);
-            let reason = if let Some((_, _, _)) = waited {
+            let reason = if waited {
                 format!(
                     "its event came, but the job ended (after {ran_ms} ms) before its after_ms ({} ms) had passed",
                     self.slots[f].spec.after_ms.unwrap_or(0)

@@ -264,14 +264,7 @@ async fn start_flink(run: &ModeRun<'_>, bootstrap: Vec<String>) -> anyhow::Resul
         tid_prefix: run.tid_prefix.clone(),
         bootstrap,
         progress: run.progress,
-        superseded_looks: run
-            .scenario
-            .premise
-            .get(&run.mode)
-            .and_then(|p| p.superseded.as_ref())
-            .and_then(|of| of.checkpoint)
-            .into_iter()
-            .collect(),
+        superseded_look: run.scenario.premise.get(&run.mode).and_then(|p| p.superseded.as_ref()?.checkpoint),
     };
     let (history, path) = history_in(&cfg.dir, cfg.mode)?;
     let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress, None);

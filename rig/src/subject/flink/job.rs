@@ -369,12 +369,12 @@ impl Loop {
         let from = if first { None } else { self.latest_retained() };
         // Uploaded jars live in the JobManager's upload directory; a restarted one lists them again.
         let jar = match &self.jar_id {
-            Some(j) if !self.jobs.is_empty() => j.clone(),
+            Some(j) if !first => j.clone(),
             _ => self.rest.upload(&self.cfg.dist.job_jar).await.context("uploading the job jar")?,
         };
         self.jar_id = Some(jar.clone());
         if let (false, Some((n, _))) = (first, &from) {
-            if self.cfg.superseded_looks.contains(n) {
+            if self.cfg.superseded_look == Some(*n) {
                 self.look_superseded(*n).await?;
             }
         }

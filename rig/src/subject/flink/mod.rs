@@ -65,9 +65,9 @@ pub struct FlinkConfig {
     pub tid_prefix: String,
     /// The cluster's bootstrap servers (the proxy's when it has one).
     pub bootstrap: Vec<String>,
-    /// The checkpoints a `superseded` premise names: at a resubmission from one of them the
-    /// subject looks for transactions superseding its committables ([`lingering`]).
-    pub superseded_looks: Vec<u64>,
+    /// The checkpoint a `superseded` premise names: at a resubmission from it the subject
+    /// looks for transactions superseding its committables ([`lingering`]).
+    pub superseded_look: Option<u64>,
     pub progress: bool,
 }
 

@@ -67,10 +67,7 @@ impl Loop {
 
     /// A finished lingering look, written down ([`lingering`]).
     pub(super) async fn lingering_found(&mut self) -> anyhow::Result<()> {
-        if !self.looking.as_ref().is_some_and(|(_, _, t)| t.is_finished()) {
-            return Ok(());
-        }
-        let Some((l, at_ms, task)) = self.looking.take() else { return Ok(()) };
+        let Some((l, at_ms, task)) = self.looking.take_if(|(_, _, t)| t.is_finished()) else { return Ok(()) };
         let found = task.await.unwrap_or_else(|e| Err(format!("the look's task failed: {e}")));
         self.record_lingering(l, at_ms, found)
     }
