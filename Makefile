@@ -9,7 +9,12 @@ CONNECTOR ?= 5.0.0-2.2
 # Versions the integration tests need (the probe test also runs 4.2.0 and 4.0.2).
 TEST_KAFKA ?= 4.4.0,4.2.0,4.0.2
 CARGO ?= cargo
-BIN := target/release/sinkhole
+# The release binary, where cargo puts it (CARGO_TARGET_DIR, when set, moves it).
+BIN := $(or $(CARGO_TARGET_DIR),target)/release/sinkhole
+# Cargo features of the binary `make build`/`make run` make: none by default. The containers
+# backend is one (`make build FEATURES=containers`); `make test` always builds it, to test it.
+FEATURES ?=
+FEATURE_FLAGS := $(if $(FEATURES),--features $(FEATURES))
 
 .PHONY: deps build setup run probe bench bench-checker report-screenshot test clippy nightly layers
 
@@ -17,7 +22,7 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	$(CARGO) build --release --bin sinkhole
+	$(CARGO) build --release --bin sinkhole $(FEATURE_FLAGS)
 
 setup: build
 	$(BIN) setup --kafka $(KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
@@ -31,9 +36,14 @@ run: setup
 probe: setup
 	$(BIN) probe --kafka $(KAFKA)
 
-# Throughput of the rig's wire producer vs librdkafka, side by side (release build).
+# Throughput (release build): the rig's wire producer vs librdkafka, side by side (the run's
+# table), then the wire producer vs Kafka's own Java transactional producer (its perf test),
+# each alone in turn on one cluster, $(BENCH_ROUNDS) rounds: medians, ratios, and
+# results/bench-<timestamp>/bench.json.
+BENCH_ROUNDS ?= 5
 bench: setup
 	$(BIN) run scenarios/throughput.yaml --kafka $(KAFKA)
+	$(BIN) bench-producers scenarios/throughput.yaml --kafka $(KAFKA) --rounds $(BENCH_ROUNDS)
 
 # The checker on 10 million synthetic records: records/s and peak memory per record.
 bench-checker: build
@@ -43,6 +53,9 @@ bench-checker: build
 # scenarios/matrix-exclude.txt), each with the modes its file names, on
 # $(NIGHTLY_KAFKA) (comma-separated for several), one random seed (printed and
 # kept in matrix.json). Extra flags: NIGHTLY_ARGS="--seed-count 3 --fail-fast".
+# With several seeds the matrix measures stability and ends with one line,
+# `stable 58 of 58 cells over 5 seeds` (or the flaky ones named);
+# NIGHTLY_ARGS="--seed-count 5 --fail-on-flaky" also fails the job on a flaky one.
 NIGHTLY_KAFKA ?= 4.4.0
 NIGHTLY_ARGS ?=
 nightly: build
@@ -53,15 +66,13 @@ nightly: build
 report-screenshot:
 	scripts/report-screenshot.sh "$$(ls -td results/*/report.html | head -1)" results/report.png
 
-# The containers backend's tests need an engine: podman-service.sh installs Podman, starts its
-# Docker-API service for the run and stops it after (without one they are skipped by name).
-test: deps
-	scripts/check-layers.sh --self-test
-	scripts/check-layers.sh
-	$(CARGO) build --bin sinkhole
-	target/debug/sinkhole setup --kafka $(TEST_KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
-	cd subjects/flink && mvn -q -B -Dflink.version=$(FLINK) -Dconnector.version=$(CONNECTOR) test
-	scripts/podman-service.sh run scripts/test-summary.sh --workspace
+# Every step timed (scripts/make-test.sh); the test binaries run through scripts/test-run.py,
+# side by side where they do not disturb each other, and the last lines are the time breakdown
+# and the summary. The containers backend's tests need an engine: podman-service.sh installs
+# Podman, starts its Docker-API service for the run and stops it after (without one they are
+# skipped by name).
+test:
+	scripts/make-test.sh $(TEST_KAFKA) $(FLINK) $(CONNECTOR)
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -14,7 +14,7 @@
 #
 # Idempotent: `start` twice starts one service. If DOCKER_HOST already points at an engine that
 # answers (a real Docker, say), `start` does nothing and prints it. Why the configuration: see
-# the Podman notes in the README's "Containers" section (crun fails on this cgroup setup, so
+# the Podman notes in docs/GUIDE.md, "Containers" (crun fails on this cgroup setup, so
 # runc; the sandbox lacks CAP_SYS_RESOURCE, so explicit ulimits below the hard limits).
 set -uo pipefail
 

@@ -11,7 +11,7 @@ use cli::args;
 use cli::Failure;
 
 #[derive(Parser)]
-#[command(name = "sinkhole", version = sinkhole_rig::provenance::LONG_VERSION, about = "A Jepsen-style chaos and correctness rig for Kafka transactional sinks")]
+#[command(name = "sinkhole", version = sinkhole_base::provenance::LONG_VERSION, about = "A Jepsen-style chaos and correctness rig for Kafka transactional sinks")]
 struct Cli {
     /// More log output on stderr (-v info, -vv debug). RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -64,11 +64,17 @@ enum Command {
     Report(args::ReportArgs),
     /// Check scenario files without running them: every problem as
     /// `file:line:column: field: message` with the line (exit 0 when all are
-    /// valid, 2 otherwise). The format: docs/SCENARIOS.md.
+    /// valid, 2 otherwise); `--explain` adds each mode's premises. The
+    /// format: docs/SCENARIOS.md.
     Validate(args::ValidateArgs),
     /// Print a scenario's resolved fault schedule: its explicit faults, then
-    /// the faults its random `schedule` generates for the seed.
+    /// the faults its random `schedule` generates for the seed; and each
+    /// mode's premises as a run with that seed resolves them.
     Schedule(args::ScheduleArgs),
+    /// Throughput of the rig's wire producer beside Kafka's own Java transactional producer
+    /// (its perf test) on one cluster: rounds of each, one after another, medians and ratios
+    /// (a table, and bench.json in results/bench-<timestamp>/).
+    BenchProducers(args::BenchProducersArgs),
     /// Benchmark the checker on synthetic records (records/s, peak memory).
     #[command(hide = true)]
     BenchChecker(args::BenchCheckerArgs),
@@ -88,9 +94,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // SAFETY: only this thread runs yet — the signal thread, the async runtime and every child
     // process start below. testcontainers reads the engine's address from DOCKER_HOST alone.
-    unsafe { sinkhole_rig::cluster::containers::export_docker_host() };
+    #[cfg(feature = "containers")]
+    unsafe {
+        sinkhole_cluster::containers::export_docker_host()
+    };
     cli::init_logging(cli.verbose);
-    if let Err(e) = sinkhole_rig::procs::install_signal_teardown() {
+    if let Err(e) = sinkhole_base::procs::install_signal_teardown() {
         eprintln!("sinkhole: cannot install the signal handlers: {e}");
         return ExitCode::from(sinkhole_rig::results::exit::RIG_FAILED);
     }
@@ -119,6 +128,7 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Report(a) => cli::report::run(a),
         Command::Validate(a) => cli::validate::run(a),
         Command::Schedule(a) => cli::schedule::run(a),
+        Command::BenchProducers(a) => cli::bench_producers::run(a).await,
         Command::BenchChecker(a) => cli::bench_checker::run(a),
         Command::Image(c) => cli::image::run(c),
         Command::ReapContainers(a) => cli::reap_containers::run(a).await,

@@ -18,57 +18,89 @@
 //! A campaign too big for one host runs in shards ([`shard`]): `--shard I/N`
 //! runs a fixed 1/N of the same cell list on each host, and [`merge`] joins
 //! the shards' matrices into one.
+//!
+//! With several seeds the matrix also measures stability ([`stability`]):
+//! per scenario × mode × version, whether every seed gave the same outcome.
 mod execute;
 pub mod merge;
 mod progress;
 mod render;
+mod seeds;
 pub mod shard;
+pub mod stability;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_base::rundir::MatrixDir;
+use sinkhole_model::SinkMode;
 
-pub use execute::{run, run_matrix};
-pub use render::{anomalies, anomaly_counts, cell_text, rel_link, render_html, render_junit, render_table};
-pub use shard::{LibraryEntry, Shard, ShardInfo};
-
-use crate::install;
 use crate::results::exit::{self, Policy};
 use crate::results::summary::{ModeSummary, Summary};
 use crate::run::{self, RunArgs, RunError};
-use crate::scenario;
-use crate::verdict::Outcome;
+pub use execute::{run, run_matrix};
+pub use render::{
+    anomalies, anomaly_counts, cell_text, rel_link, render_html, render_junit, render_table, stability_cell_text,
+    stability_html, stability_text,
+};
+pub use seeds::{seed_count_problem, Seeds, MAX_SEEDS};
+pub use shard::{LibraryEntry, Shard, ShardInfo};
+use sinkhole_checker::verdict::Outcome;
+pub use stability::{Stability, StabilityTotals};
 
 /// The scenario library a bare `sinkhole matrix` runs.
 pub const DEFAULT_DIR: &str = "scenarios";
 /// In a scenario directory: file names (one a line, `#` comments) a directory
 /// argument leaves out. Files named on the command line always run.
-pub const EXCLUDE_FILE: &str = "matrix-exclude.txt";
+pub const EXCLUDE_FILE: &str = sinkhole_base::rundir::names::MATRIX_EXCLUDE;
 
-/// The command line of `sinkhole matrix`.
+/// What a campaign of runs covers and where it writes: the part of the
+/// command line `sinkhole matrix` and `sinkhole calibrate` share.
 #[derive(Debug, Clone)]
-pub struct MatrixArgs {
+pub struct Campaign {
     /// Scenario files and directories; empty = [`DEFAULT_DIR`].
     pub inputs: Vec<PathBuf>,
-    /// Mode names; empty = each scenario's own (as `sinkhole run --mode`).
-    pub modes: Vec<String>,
-    /// Mutants run beside each scenario's modes where their base runs
-    /// (`sinkhole calibrate`; [`run::add_mutants`]).
-    pub mutants: Vec<sinkhole_workloads::model::Mutant>,
     /// Kafka versions; empty = each scenario's own.
     pub kafka: Vec<String>,
     pub seeds: Seeds,
     /// Where the runs write their directories.
     pub results: PathBuf,
-    /// The matrix directory; default `<results>/matrix-<timestamp>`.
+    /// The campaign's own directory; default `<results>/matrix-<timestamp>`
+    /// (`calibrate-<timestamp>` for a calibration).
     pub out: Option<PathBuf>,
+    /// Print the campaign's JSON file on stdout instead of the table.
     pub json: bool,
+}
+
+impl Default for Campaign {
+    fn default() -> Self {
+        Campaign {
+            inputs: Vec::new(),
+            kafka: Vec::new(),
+            seeds: Seeds::default(),
+            results: PathBuf::from("results"),
+            out: None,
+            json: false,
+        }
+    }
+}
+
+/// The command line of `sinkhole matrix`.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixArgs {
+    pub campaign: Campaign,
+    /// Mode names; empty = each scenario's own (as `sinkhole run --mode`).
+    pub modes: Vec<String>,
+    /// Mutants run beside each scenario's modes where their base runs
+    /// (`sinkhole calibrate`; [`run::add_mutants`]).
+    pub mutants: Vec<sinkhole_model::Mutant>,
     /// Stop after the first cell with a failure; the rest are `skipped`.
     pub fail_fast: bool,
     /// `--fail-on-inconclusive`: an inconclusive mode fails the matrix (exit 1).
     pub fail_on_inconclusive: bool,
+    /// `--fail-on-flaky`: a group whose seeds disagree fails the matrix (exit 1).
+    pub fail_on_flaky: bool,
     /// `--shard I/N`: run only this shard's cells.
     pub shard: Option<Shard>,
     /// `--sequential`: each cell's modes one after another.
@@ -90,63 +122,6 @@ impl std::fmt::Debug for SaveHook {
     }
 }
 
-impl Default for MatrixArgs {
-    fn default() -> Self {
-        MatrixArgs {
-            inputs: Vec::new(),
-            modes: Vec::new(),
-            mutants: Vec::new(),
-            kafka: Vec::new(),
-            seeds: Seeds::default(),
-            results: PathBuf::from("results"),
-            out: None,
-            json: false,
-            fail_fast: false,
-            fail_on_inconclusive: false,
-            shard: None,
-            sequential: false,
-            no_reuse: false,
-            on_save: None,
-        }
-    }
-}
-
-/// Which seeds every scenario × version runs with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seeds {
-    /// `--seeds 1,2,3`.
-    List(Vec<u64>),
-    /// `--seed-count N [--seed S]`: S, S+1, …, S+N-1 (S random when absent).
-    Count { n: u32, base: Option<u64> },
-}
-
-impl Default for Seeds {
-    fn default() -> Self {
-        Seeds::Count { n: 1, base: None }
-    }
-}
-
-impl Seeds {
-    /// The seeds, `random` standing in for an absent base.
-    pub fn resolve(&self, random: u64) -> Vec<u64> {
-        match self {
-            Seeds::List(v) => {
-                let mut out = Vec::new();
-                for s in v {
-                    if !out.contains(s) {
-                        out.push(*s);
-                    }
-                }
-                out
-            }
-            Seeds::Count { n, base } => {
-                let b = base.unwrap_or(random);
-                (0..u64::from(*n)).map(|i| b.wrapping_add(i)).collect()
-            }
-        }
-    }
-}
-
 /// One cell to run: a scenario file on one Kafka version with one seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CellKey {
@@ -160,7 +135,11 @@ pub struct CellKey {
 /// Kafka version in the order given (none: the scenario's own), then seeds.
 /// Scenario-major keeps a scenario's versions next to each other, which is
 /// the comparison people read.
-pub fn expand_cells(scenarios: &[(PathBuf, scenario::Scenario)], kafka: &[String], seeds: &[u64]) -> Vec<CellKey> {
+pub fn expand_cells(
+    scenarios: &[(PathBuf, sinkhole_scenario::Scenario)],
+    kafka: &[String],
+    seeds: &[u64],
+) -> Vec<CellKey> {
     let mut out = Vec::new();
     for (file, s) in scenarios {
         let versions: Vec<String> = if kafka.is_empty() { vec![s.cluster.kafka.clone()] } else { kafka.to_vec() };
@@ -190,11 +169,11 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     let mut problems = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            let exclude = match std::fs::read_to_string(input.join(EXCLUDE_FILE)) {
+            let exclude = match std::fs::read_to_string(MatrixDir::exclude_in(input)) {
                 Ok(t) => parse_exclude(&t),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
                 Err(e) => {
-                    problems.push(format!("{}: {e}", input.join(EXCLUDE_FILE).display()));
+                    problems.push(format!("{}: {e}", MatrixDir::exclude_in(input).display()));
                     Vec::new()
                 }
             };
@@ -397,6 +376,9 @@ pub struct Matrix {
     /// Whether `exit_code` counts inconclusive modes as failed.
     #[serde(default)]
     pub fail_on_inconclusive: bool,
+    /// Whether `exit_code` is 1 when a group is flaky (`--fail-on-flaky`).
+    #[serde(default)]
+    pub fail_on_flaky: bool,
     /// The scenario files of the whole matrix (every shard's), in cell
     /// order, each with a digest of its text: shards of one campaign ran
     /// the same library.
@@ -410,18 +392,52 @@ pub struct Matrix {
     pub merged_from: Vec<merge::MergedShard>,
     pub cells: Vec<CellResult>,
     pub totals: Totals,
+    /// Per scenario × mode × version, the outcome of every seed and whether
+    /// they agree; recomputed from the cells by [`Matrix::refresh`].
+    #[serde(default)]
+    pub stability: Stability,
     /// The matrix's wall time so far (merged: the sum of the shards').
     pub wall_ms: u64,
-    /// 0 every expectation met, 1 one failed, 3 the rig failed (a cell that
-    /// did not start, a mode that errored), 130 etc. on a signal; see
-    /// [`crate::results::exit`].
+    /// 0 every expectation met, 1 one failed (or, with `fail_on_flaky`, a
+    /// group is flaky), 3 the rig failed (a cell that did not start, a mode
+    /// that errored), 130 etc. on a signal; see [`crate::results::exit`].
     pub exit_code: u8,
 }
 
 impl Matrix {
-    /// Recomputes `totals` and `exit_code` from the cells.
+    /// A matrix that has run nothing yet: no cells, no filters, not a shard
+    /// and not a merge; the rest is filled in with struct update syntax.
+    pub fn new(matrix_id: String, dir: PathBuf, started: String) -> Matrix {
+        Matrix {
+            matrix_id,
+            dir,
+            started,
+            finished: None,
+            complete: false,
+            interrupted: false,
+            kafka: Vec::new(),
+            seeds: Vec::new(),
+            modes: Vec::new(),
+            fail_on_inconclusive: false,
+            fail_on_flaky: false,
+            library: Vec::new(),
+            shard: None,
+            merged_from: Vec::new(),
+            cells: Vec::new(),
+            totals: Totals::default(),
+            stability: Stability::default(),
+            wall_ms: 0,
+            exit_code: 0,
+        }
+    }
+
+    /// Recomputes `totals`, `stability` and `exit_code` from the cells, and
+    /// gives rows written before the verdict's words (an older shard's) their words.
     pub fn refresh(&mut self) {
         let mut t = Totals { cells: self.cells.len(), ..Totals::default() };
+        for m in self.cells.iter_mut().flat_map(|c| c.modes.iter_mut()).filter(|m| m.words.is_empty()) {
+            m.words = m.words();
+        }
         for c in &self.cells {
             match c.status {
                 CellStatus::Done => t.cells_done += 1,
@@ -440,7 +456,26 @@ impl Matrix {
             }
         }
         self.totals = t;
+        self.stability = stability::of(self);
         self.exit_code = exit_code_with(&self.cells, self.policy());
+        if self.fail_on_flaky && self.stability.totals.flaky > 0 {
+            self.exit_code = exit::FAILED;
+        }
+    }
+
+    /// What a non-zero `exit_code` means, for the line a command prints
+    /// beside it: `--fail-on-flaky`'s own reason when only flakiness made it 1.
+    pub fn explain_exit(&self) -> String {
+        let verdicts = exit_code_with(&self.cells, self.policy());
+        if self.exit_code == exit::FAILED && verdicts != exit::FAILED {
+            let n = self.stability.totals.flaky;
+            format!(
+                "{n} scenario × mode × version cell{} flaky over the seeds (--fail-on-flaky)",
+                if n == 1 { " is" } else { "s are" }
+            )
+        } else {
+            exit::explain(self.exit_code, self.policy(), "cell")
+        }
     }
 
     /// The policy `exit_code` is computed with.
@@ -514,17 +549,14 @@ fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-pub const JSON_FILE: &str = "matrix.json";
-pub const HTML_FILE: &str = "matrix.html";
-pub const JUNIT_FILE: &str = "junit.xml";
-
 /// Writes `matrix.json`, `matrix.html` and `junit.xml` into `m.dir`.
 pub fn write_all(m: &Matrix) -> anyhow::Result<()> {
     std::fs::create_dir_all(&m.dir).with_context(|| format!("creating {}", m.dir.display()))?;
-    let json = crate::provenance::to_json(m)?;
-    write_atomic(&m.dir.join(JSON_FILE), &json).context("writing matrix.json")?;
-    write_atomic(&m.dir.join(HTML_FILE), &render_html(m)).context("writing matrix.html")?;
-    write_atomic(&m.dir.join(JUNIT_FILE), &render_junit(m)).context("writing junit.xml")?;
+    let json = sinkhole_base::provenance::to_json(m)?;
+    let dir = MatrixDir::at(&m.dir);
+    write_atomic(&dir.json(), &json).context("writing matrix.json")?;
+    write_atomic(&dir.html(), &render_html(m)).context("writing matrix.html")?;
+    write_atomic(&dir.junit(), &render_junit(m)).context("writing junit.xml")?;
     Ok(())
 }
 
@@ -548,10 +580,11 @@ pub struct Prepared {
 /// Loads and validates every scenario and checks the command line; on bad
 /// input returns every problem of every file at once.
 pub fn prepare(args: &MatrixArgs, random_seed: u64) -> Result<Prepared, Vec<String>> {
-    let (files, mut problems) = expand_inputs(&args.inputs);
+    let c = &args.campaign;
+    let (files, mut problems) = expand_inputs(&c.inputs);
     let mut versions = Vec::new();
-    if !args.kafka.is_empty() {
-        match install::parse_versions(&args.kafka.join(",")) {
+    if !c.kafka.is_empty() {
+        match sinkhole_install::parse_versions(&c.kafka.join(",")) {
             Ok(v) => versions = v,
             Err(e) => problems.push(format!("--kafka: {e}")),
         }
@@ -561,24 +594,17 @@ pub fn prepare(args: &MatrixArgs, random_seed: u64) -> Result<Prepared, Vec<Stri
             problems.push(run::unknown_mode("--modes", m));
         }
     }
-    if let Seeds::Count { n: 0, .. } = args.seeds {
-        problems.push("--seed-count 0: at least one seed".to_string());
-    }
-    if let Seeds::List(v) = &args.seeds {
-        if v.is_empty() {
-            problems.push("--seeds: at least one seed".to_string());
-        }
-    }
-    if let (Some(sh), Seeds::Count { base: None, .. }) = (&args.shard, &args.seeds) {
+    problems.extend(c.seeds.problems());
+    if let (Some(sh), Seeds::Count { base: None, .. }) = (&args.shard, &c.seeds) {
         problems.push(format!(
             "--shard {sh}: name the seeds (--seeds, or --seed with --seed-count): every shard must run the same cells, and each would draw its own random seed"
         ));
     }
-    let seeds = args.seeds.resolve(random_seed);
+    let seeds = c.seeds.resolve(random_seed);
     let mut scenarios = Vec::new();
     let mut library = Vec::new();
     for f in &files {
-        match scenario::load(f) {
+        match sinkhole_scenario::load(f) {
             Ok(s) => {
                 let text = std::fs::read(f).unwrap_or_default();
                 library.push(LibraryEntry { scenario: s.name.clone(), file: f.clone(), digest: shard::digest(&text) });
@@ -631,7 +657,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
         mutants: args.mutants.clone(),
         kafka: Some(k.kafka.clone()),
         seed: Some(k.seed),
-        results: args.results.clone(),
+        results: args.campaign.results.clone(),
         json: false,
         fail_on_inconclusive: args.fail_on_inconclusive,
         connector_jar: None,
@@ -643,14 +669,6 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seeds_resolve_in_order_without_repeats() {
-        assert_eq!(Seeds::List(vec![3, 1, 3]).resolve(9), vec![3, 1]);
-        assert_eq!(Seeds::Count { n: 3, base: Some(10) }.resolve(9), vec![10, 11, 12]);
-        assert_eq!(Seeds::Count { n: 2, base: None }.resolve(u64::MAX), vec![u64::MAX, 0]);
-        assert_eq!(Seeds::default().resolve(42), vec![42]);
-    }
 
     #[test]
     fn exclude_file_lines_and_comments() {

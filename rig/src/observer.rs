@@ -21,16 +21,17 @@
 //! its bootstrap list. Each look is written to the history as it is taken
 //! (`history::observation`).
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use sinkhole_workloads::model::{SinkMode, Source};
+use sinkhole_model::{SinkMode, Source};
 use tokio::sync::mpsc;
 
-use crate::cluster::lookup;
-use crate::history::fault::{Transactions, TxnView};
-use crate::history::observation::{Look, LookedAt, Observation};
-use crate::history::Writer;
 use crate::subject::{JobEvent, Subject};
+use sinkhole_cluster::lookup;
+use sinkhole_history::fault::{Transactions, TxnView};
+use sinkhole_history::observation::{Look, LookedAt, Observation};
+use sinkhole_history::Writer;
+use sinkhole_scenario::Timing;
 
 /// What the observer needs to know of the run.
 #[derive(Debug, Clone)]
@@ -38,21 +39,10 @@ pub struct Config {
     pub mode: SinkMode,
     /// The checkpoints a premise of this mode is about.
     pub checkpoints: Vec<u64>,
-    pub transaction_timeout_ms: u64,
-    pub abort_scan_ms: u64,
+    /// When a checkpoint's transactions are looked at once it is persisted.
+    pub timing: Timing,
     /// The brokers to ask (the rig's own addresses, not through the proxy's faults).
     pub bootstrap: Vec<String>,
-}
-
-impl Config {
-    /// From a persisted checkpoint to its look: the timeout, one abort scan, a margin.
-    pub fn look_after(&self) -> Duration {
-        Duration::from_millis(
-            self.transaction_timeout_ms
-                .saturating_add(self.abort_scan_ms)
-                .saturating_add(crate::scenario::premise::LOOK_MARGIN_MS),
-        )
-    }
 }
 
 /// A transaction an attempt opened.
@@ -191,7 +181,7 @@ impl<S: Subject> Observer<S> {
                     && !self.looked.contains(id)
                     && !self.due.iter().any(|(c, _)| c == id) =>
             {
-                self.due.push((*id, Instant::now() + self.cfg.look_after()));
+                self.due.push((*id, Instant::now() + self.cfg.timing.look_after()));
             }
             _ => {}
         }
@@ -283,17 +273,5 @@ mod tests {
         // Ids reused by attempt 1 and left again by it are attempt 2's to check once.
         v.push(opened(1, 0, 7));
         assert_eq!(lingering_candidates(&v, 2, Some(5)), ["p-0-7"]);
-    }
-
-    #[test]
-    fn the_look_comes_after_the_timeout_and_one_scan() {
-        let cfg = Config {
-            mode: SinkMode::Legacy,
-            checkpoints: vec![3],
-            transaction_timeout_ms: 5_000,
-            abort_scan_ms: 500,
-            bootstrap: vec![],
-        };
-        assert_eq!(cfg.look_after(), Duration::from_millis(6_500));
     }
 }

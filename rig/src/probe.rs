@@ -32,12 +32,12 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
 use serde::Serialize;
-use sinkhole_workloads::wire::api_versions::{fetch_api_versions_from, ApiVersionsInfo, API_VERSIONS_FEATURES_VERSION};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::connection::Connection;
-use sinkhole_workloads::wire::error::{KafkaCode, WireError};
-use sinkhole_workloads::wire::init_producer_id::{self, InitProducerIdParams};
-use sinkhole_workloads::wire::TxnDescription;
+use sinkhole_client::wire::api_versions::{fetch_api_versions_from, ApiVersionsInfo, API_VERSIONS_FEATURES_VERSION};
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::connection::Connection;
+use sinkhole_client::wire::error::{KafkaCode, WireError};
+use sinkhole_client::wire::init_producer_id::{self, InitProducerIdParams};
+use sinkhole_client::wire::TxnDescription;
 
 /// Answer to "is X accepted": the JSON contract is `{"accepted": bool, "error": string|null}`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -272,118 +272,224 @@ struct OpenTxn {
 
 pub async fn run(opts: ProbeOptions) -> Result<ProbeReport, WireError> {
     let started = Instant::now();
-    let mut log = Log { started, evidence: vec![], progress: opts.progress };
+    let log = Log { started, evidence: vec![], progress: opts.progress };
     let cfg = ClientConfig { client_id: "sinkhole-probe".into(), ..ClientConfig::default() };
-    let mut client = Client::connect(&opts.bootstrap, cfg).await?;
+    let mut p = Probe { client: Client::connect(&opts.bootstrap, cfg).await?, log };
 
     // 1. What the broker advertises.
-    let info = client.api_versions(None).await?;
+    let info = p.advertised().await?;
     let ipid_max = info.max_version(ApiKey::InitProducerId).unwrap_or(-1);
-    let tv = info.transaction_version();
-    let mv = info.metadata_version_level();
-    let mv_max = info.supported_features.get("metadata.version").map(|r| r.1);
-    log.add(
-        "api-versions",
-        "ApiVersions",
-        format!(
-            "InitProducerId v{}..v{ipid_max}, EndTxn max v{}, transaction.version={tv}, metadata.version={mv:?}",
-            info.ranges.get(&(ApiKey::InitProducerId as i16)).map(|r| r.0).unwrap_or(-1),
-            info.max_version(ApiKey::EndTxn).unwrap_or(-1)
-        ),
-    );
-
-    let v4 = api_versions_v4(&client).await;
-    let share_groups = share_support(&info, v4.as_ref().ok());
-    log.add(
-        "share-groups",
-        format!("ApiVersions v{API_VERSIONS_FEATURES_VERSION} (supported feature ranges)"),
-        match &v4 {
-            Ok(_) => format!(
-                "share.version supported {}, finalized {}; ShareGroupHeartbeat {}, ShareFetch {}, ShareAcknowledge {}; {}",
-                share_groups.share_version_supported.map(|(lo, hi)| format!("{lo}..{hi}")).unwrap_or_else(|| "-".into()),
-                share_groups.share_version_finalized.map(|v| v.to_string()).unwrap_or_else(|| "-".into()),
-                range_text(share_groups.share_group_heartbeat),
-                range_text(share_groups.share_fetch),
-                range_text(share_groups.share_acknowledge),
-                share_groups.api_93_note
-            ),
-            Err(e) => format!("not answered ({e}); supported ranges unknown"),
-        },
-    );
+    let share_groups = p.share_groups(&info).await;
 
     let topic = format!("sinkhole-probe-{}", suffix());
-    client.create_topic(&topic, 1, 1, &[]).await?;
-    log.add("setup", format!("CreateTopics {topic} (1 partition)"), "created");
+    p.client.create_topic(&topic, 1, 1, &[]).await?;
+    p.log.add("setup", format!("CreateTopics {topic} (1 partition)"), "created");
     let partition = vec![(topic.clone(), 0)];
     let mut to_abort: Vec<OpenTxn> = vec![];
 
     let run_id = suffix();
     let tid_keep = format!("sinkhole-probe-{run_id}-keep");
-    let scan_key = "transaction.abort.timed.out.transaction.cleanup.interval.ms".to_string();
-    let scan_interval = match client.find_coordinator(&tid_keep).await {
-        Ok(b) => client
-            .describe_broker_configs(b.node_id, std::slice::from_ref(&scan_key))
-            .await
-            .ok()
-            .and_then(|m| m.get(&scan_key).cloned().flatten())
-            .and_then(|v| v.parse::<u64>().ok()),
-        Err(_) => None,
-    };
-    log.add(
-        "setup",
-        format!("DescribeConfigs {scan_key}"),
-        scan_interval.map(|v| format!("{v} ms")).unwrap_or_else(|| "unreadable".into()),
-    );
+    let scan_interval = p.abort_scan_interval(&tid_keep).await;
 
     // 2. Enable2Pc.
-    let enable2pc;
-    let mut keep_txn: Option<OpenTxn> = None;
-    if ipid_max < 6 {
-        let why = format!("InitProducerId v6 is not advertised (broker max v{ipid_max}); Enable2Pc exists only in v6, so it cannot be sent");
-        log.add("enable2pc", "InitProducerId v6 Enable2Pc=true", format!("not advertised: {why}"));
-        // Evidence only: what the broker does with a version it did not advertise.
-        let answer = send_unadvertised_v6(&mut client, &tid_keep).await;
-        log.add("enable2pc", format!("InitProducerId v6 {tid_keep} Enable2Pc=true, sent anyway"), answer);
-        enable2pc = Acceptance { accepted: false, error: Some(why) };
-    } else {
-        let p = InitProducerIdParams { enable_2pc: true, ..InitProducerIdParams::transactional(&tid_keep, 60_000) };
-        match client.init_producer_id(&p, Some(6)).await {
+    let (enable2pc, mut keep_txn) = p.enable2pc(ipid_max, &tid_keep).await;
+
+    // 3. KeepPreparedTxn on an id with an open 2PC transaction.
+    let keep_prepared_txn = p.keep_prepared_txn(ipid_max, &tid_keep, &mut keep_txn, &partition).await?;
+    if let Some(t) = keep_txn.take() {
+        to_abort.push(t);
+    }
+
+    // 4. Timeout survival, against a control transaction. The control (a plain
+    // transaction) is opened on every broker: that the broker aborts it by
+    // timeout is itself worth knowing (it is what loses data in the legacy sink).
+    let tid_2pc = format!("sinkhole-probe-{run_id}-2pc");
+    let tid_ctl = format!("sinkhole-probe-{run_id}-control");
+    let mut candidates = vec![(tid_ctl.clone(), false)];
+    if enable2pc.accepted {
+        candidates.push((tid_2pc.clone(), true));
+    }
+    for (tid, two_pc) in &candidates {
+        to_abort.push(p.open_short(tid, *two_pc, opts.short_timeout_ms, &partition).await?);
+    }
+    let ids: Vec<String> = candidates.iter().map(|c| c.0.clone()).collect();
+    let t0 = Instant::now();
+    let control_aborted_after = p.await_control_abort(&ids, &tid_ctl, t0, opts.max_wait).await?;
+    let (survives_timeout, survives_timeout_detail) = match (enable2pc.accepted, control_aborted_after) {
+        (false, _) => p.survival_not_tested(&opts, control_aborted_after),
+        (true, None) => p.survival_undetermined(&opts, scan_interval),
+        (true, Some(t)) => p.survival_after_control_abort(&opts, &tid_2pc, scan_interval, t0, t).await?,
+    };
+    let timeout_abort_observed = control_aborted_after.is_some();
+
+    // 5. Leave nothing open.
+    p.abort_all(to_abort).await;
+
+    Ok(ProbeReport {
+        bootstrap: opts.bootstrap.join(","),
+        broker_version: broker_version(&opts, &info),
+        transaction_version: info.transaction_version(),
+        init_producer_id_max_version: ipid_max,
+        enable2pc,
+        keep_prepared_txn,
+        survives_timeout,
+        survives_timeout_detail,
+        timeout_abort_observed,
+        abort_scan_interval_ms: scan_interval,
+        topic,
+        share_groups,
+        evidence: p.log.evidence,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// The release as far as the rig knows it, and the broker's `metadata.version` levels.
+fn broker_version(opts: &ProbeOptions, info: &ApiVersionsInfo) -> BrokerVersion {
+    BrokerVersion {
+        release: opts.release.clone(),
+        metadata_version_level: info.metadata_version_level(),
+        metadata_version_max_supported: info.supported_features.get("metadata.version").map(|r| r.1),
+        note: match &opts.release {
+            Some(r) => format!("Kafka {r}: the installation the rig started; the wire itself carries no release string"),
+            None => "the Kafka protocol carries no release string; the finalized metadata.version level is the closest fingerprint".into(),
+        },
+    }
+}
+
+/// The probe's connection to the cluster and its evidence so far: each step
+/// of [`run`] is a method that asks the broker and logs what it answered.
+struct Probe {
+    client: Client,
+    log: Log,
+}
+
+impl Probe {
+    /// Step 1: ApiVersions, as the client asked it.
+    async fn advertised(&mut self) -> Result<ApiVersionsInfo, WireError> {
+        let info = self.client.api_versions(None).await?;
+        let ipid_max = info.max_version(ApiKey::InitProducerId).unwrap_or(-1);
+        let tv = info.transaction_version();
+        let mv = info.metadata_version_level();
+        self.log.add(
+            "api-versions",
+            "ApiVersions",
+            format!(
+                "InitProducerId v{}..v{ipid_max}, EndTxn max v{}, transaction.version={tv}, metadata.version={mv:?}",
+                info.ranges.get(&(ApiKey::InitProducerId as i16)).map(|r| r.0).unwrap_or(-1),
+                info.max_version(ApiKey::EndTxn).unwrap_or(-1)
+            ),
+        );
+        Ok(info)
+    }
+
+    /// Share groups, with ApiVersions asked again at v4 for the supported feature ranges.
+    async fn share_groups(&mut self, info: &ApiVersionsInfo) -> ShareSupport {
+        let v4 = api_versions_v4(&self.client).await;
+        let share_groups = share_support(info, v4.as_ref().ok());
+        self.log.add(
+            "share-groups",
+            format!("ApiVersions v{API_VERSIONS_FEATURES_VERSION} (supported feature ranges)"),
+            match &v4 {
+                Ok(_) => format!(
+                    "share.version supported {}, finalized {}; ShareGroupHeartbeat {}, ShareFetch {}, ShareAcknowledge {}; {}",
+                    share_groups.share_version_supported.map(|(lo, hi)| format!("{lo}..{hi}")).unwrap_or_else(|| "-".into()),
+                    share_groups.share_version_finalized.map(|v| v.to_string()).unwrap_or_else(|| "-".into()),
+                    range_text(share_groups.share_group_heartbeat),
+                    range_text(share_groups.share_fetch),
+                    range_text(share_groups.share_acknowledge),
+                    share_groups.api_93_note
+                ),
+                Err(e) => format!("not answered ({e}); supported ranges unknown"),
+            },
+        );
+        share_groups
+    }
+
+    /// The abort scan interval of `tid`'s coordinator, when its config is readable.
+    async fn abort_scan_interval(&mut self, tid: &str) -> Option<u64> {
+        let scan_key = "transaction.abort.timed.out.transaction.cleanup.interval.ms".to_string();
+        let scan_interval = match self.client.find_coordinator(tid).await {
+            Ok(b) => self
+                .client
+                .describe_broker_configs(b.node_id, std::slice::from_ref(&scan_key))
+                .await
+                .ok()
+                .and_then(|m| m.get(&scan_key).cloned().flatten())
+                .and_then(|v| v.parse::<u64>().ok()),
+            Err(_) => None,
+        };
+        self.log.add(
+            "setup",
+            format!("DescribeConfigs {scan_key}"),
+            scan_interval.map(|v| format!("{v} ms")).unwrap_or_else(|| "unreadable".into()),
+        );
+        scan_interval
+    }
+
+    /// Step 2: InitProducerId v6 with Enable2Pc=true on `tid_keep`; the
+    /// producer it gave when accepted. Below v6, the request is sent anyway
+    /// on a side connection, for evidence.
+    async fn enable2pc(&mut self, ipid_max: i16, tid_keep: &str) -> (Acceptance, Option<OpenTxn>) {
+        if ipid_max < 6 {
+            let why = format!("InitProducerId v6 is not advertised (broker max v{ipid_max}); Enable2Pc exists only in v6, so it cannot be sent");
+            self.log.add("enable2pc", "InitProducerId v6 Enable2Pc=true", format!("not advertised: {why}"));
+            // Evidence only: what the broker does with a version it did not advertise.
+            let answer = send_unadvertised_v6(&mut self.client, tid_keep).await;
+            self.log.add("enable2pc", format!("InitProducerId v6 {tid_keep} Enable2Pc=true, sent anyway"), answer);
+            return (Acceptance { accepted: false, error: Some(why) }, None);
+        }
+        let p = InitProducerIdParams { enable_2pc: true, ..InitProducerIdParams::transactional(tid_keep, 60_000) };
+        match self.client.init_producer_id(&p, Some(6)).await {
             Ok(o) => {
-                log.add(
+                self.log.add(
                     "enable2pc",
                     format!("InitProducerId v6 {tid_keep} Enable2Pc=true"),
                     format!("accepted: producerId {} epoch {}", o.producer_id, o.producer_epoch),
                 );
-                keep_txn = Some(OpenTxn { tid: tid_keep.clone(), pid: o.producer_id, epoch: o.producer_epoch });
-                enable2pc = Acceptance { accepted: true, error: None };
+                let open = OpenTxn { tid: tid_keep.to_string(), pid: o.producer_id, epoch: o.producer_epoch };
+                (Acceptance { accepted: true, error: None }, Some(open))
             }
             Err(e) => {
                 let d = describe_error(&e);
-                log.add("enable2pc", format!("InitProducerId v6 {tid_keep} Enable2Pc=true"), format!("refused: {d}"));
-                enable2pc = Acceptance { accepted: false, error: Some(d) };
+                self.log.add(
+                    "enable2pc",
+                    format!("InitProducerId v6 {tid_keep} Enable2Pc=true"),
+                    format!("refused: {d}"),
+                );
+                (Acceptance { accepted: false, error: Some(d) }, None)
             }
         }
     }
 
-    // 3. KeepPreparedTxn on an id with an open 2PC transaction.
-    let keep_prepared_txn = if ipid_max < 6 {
-        let why = format!("InitProducerId v6 is not advertised (broker max v{ipid_max}); KeepPreparedTxn exists only in v6, so it cannot be sent");
-        log.add("keep-prepared-txn", "InitProducerId v6 KeepPreparedTxn=true", format!("not sent: {why}"));
-        Acceptance { accepted: false, error: Some(why) }
-    } else {
-        if let Some(t) = &keep_txn {
-            client.add_partitions_to_txn(&t.tid, t.pid, t.epoch, &partition).await?;
-            log.add("keep-prepared-txn", format!("AddPartitionsToTxn {} {topic}-0", t.tid), "transaction open");
+    /// Step 3: a transaction opened under `tid_keep`, then InitProducerId v6
+    /// with KeepPreparedTxn=true, then DescribeTransactions of what became of
+    /// it. `keep_txn` takes the producer the broker handed the transaction to.
+    async fn keep_prepared_txn(
+        &mut self,
+        ipid_max: i16,
+        tid_keep: &str,
+        keep_txn: &mut Option<OpenTxn>,
+        partition: &[(String, i32)],
+    ) -> Result<Acceptance, WireError> {
+        if ipid_max < 6 {
+            let why = format!("InitProducerId v6 is not advertised (broker max v{ipid_max}); KeepPreparedTxn exists only in v6, so it cannot be sent");
+            self.log.add("keep-prepared-txn", "InitProducerId v6 KeepPreparedTxn=true", format!("not sent: {why}"));
+            return Ok(Acceptance { accepted: false, error: Some(why) });
+        }
+        if let Some(t) = keep_txn.as_ref() {
+            self.client.add_partitions_to_txn(&t.tid, t.pid, t.epoch, partition).await?;
+            let (topic, n) = &partition[0];
+            self.log.add("keep-prepared-txn", format!("AddPartitionsToTxn {} {topic}-{n}", t.tid), "transaction open");
         }
         let p = InitProducerIdParams {
             enable_2pc: true,
             keep_prepared_txn: true,
-            ..InitProducerIdParams::transactional(&tid_keep, 60_000)
+            ..InitProducerIdParams::transactional(tid_keep, 60_000)
         };
         let req = format!("InitProducerId v6 {tid_keep} Enable2Pc=true KeepPreparedTxn=true");
-        let acc = match client.init_producer_id(&p, Some(6)).await {
+        let acc = match self.client.init_producer_id(&p, Some(6)).await {
             Ok(o) => {
-                log.add(
+                self.log.add(
                     "keep-prepared-txn",
                     req,
                     format!(
@@ -405,142 +511,136 @@ pub async fn run(opts: ProbeOptions) -> Result<ProbeReport, WireError> {
             }
             Err(e) => {
                 let d = describe_error(&e);
-                log.add("keep-prepared-txn", req, format!("refused: {d}"));
+                self.log.add("keep-prepared-txn", req, format!("refused: {d}"));
                 Acceptance { accepted: false, error: Some(d) }
             }
         };
         if keep_txn.is_some() {
-            for d in client.describe_transactions(std::slice::from_ref(&tid_keep)).await? {
-                log.add(
+            for d in self.client.describe_transactions(&[tid_keep.to_string()]).await? {
+                self.log.add(
                     "keep-prepared-txn",
                     format!("DescribeTransactions {tid_keep}"),
                     format!("state {} producerId {} epoch {}", d.state, d.producer_id, d.producer_epoch),
                 );
             }
         }
-        acc
-    };
-    if let Some(t) = keep_txn.take() {
-        to_abort.push(t);
+        Ok(acc)
     }
 
-    // 4. Timeout survival, against a control transaction. The control (a plain
-    // transaction) is opened on every broker: that the broker aborts it by
-    // timeout is itself worth knowing (it is what loses data in the legacy sink).
-    let tid_2pc = format!("sinkhole-probe-{run_id}-2pc");
-    let tid_ctl = format!("sinkhole-probe-{run_id}-control");
-    let mut candidates = vec![(tid_ctl.clone(), false)];
-    if enable2pc.accepted {
-        candidates.push((tid_2pc.clone(), true));
-    }
-    for (tid, two_pc) in &candidates {
-        let p = InitProducerIdParams {
-            enable_2pc: *two_pc,
-            ..InitProducerIdParams::transactional(tid, opts.short_timeout_ms)
-        };
-        let o = client.init_producer_id(&p, if *two_pc { Some(6) } else { None }).await?;
-        client.add_partitions_to_txn(tid, o.producer_id, o.producer_epoch, &partition).await?;
-        log.add(
+    /// Step 4: a transaction under `tid` (2PC or plain) with a short client timeout, left open.
+    async fn open_short(
+        &mut self,
+        tid: &str,
+        two_pc: bool,
+        short_timeout_ms: i32,
+        partition: &[(String, i32)],
+    ) -> Result<OpenTxn, WireError> {
+        let p =
+            InitProducerIdParams { enable_2pc: two_pc, ..InitProducerIdParams::transactional(tid, short_timeout_ms) };
+        let o = self.client.init_producer_id(&p, if two_pc { Some(6) } else { None }).await?;
+        self.client.add_partitions_to_txn(tid, o.producer_id, o.producer_epoch, partition).await?;
+        self.log.add(
             "survives-timeout",
             format!(
                 "InitProducerId v{} {tid} Enable2Pc={two_pc} timeout {} ms + AddPartitionsToTxn",
-                o.version, opts.short_timeout_ms
+                o.version, short_timeout_ms
             ),
             format!("open: producerId {} epoch {}", o.producer_id, o.producer_epoch),
         );
-        to_abort.push(OpenTxn { tid: tid.clone(), pid: o.producer_id, epoch: o.producer_epoch });
+        Ok(OpenTxn { tid: tid.to_string(), pid: o.producer_id, epoch: o.producer_epoch })
     }
-    let ids: Vec<String> = candidates.iter().map(|c| c.0.clone()).collect();
-    let t0 = Instant::now();
-    let mut control_aborted_after = None;
-    while t0.elapsed() < opts.max_wait {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let d = client.describe_transactions(&ids).await?;
-        let sc = txn_state(&d, &tid_ctl);
-        if sc != "Ongoing" {
-            log.add(
-                "survives-timeout",
-                format!("DescribeTransactions {tid_ctl}"),
-                format!(
-                    "{sc} after {} ms: the broker aborted the control transaction by timeout",
-                    t0.elapsed().as_millis()
-                ),
-            );
-            control_aborted_after = Some(t0.elapsed());
-            break;
-        }
-    }
-    let (survives_timeout, survives_timeout_detail) = match (enable2pc.accepted, control_aborted_after) {
-        (false, _) => {
-            let why = format!(
-                "not tested: Enable2Pc was not accepted, so no 2PC transaction could be opened (a plain transaction with a {} ms timeout {})",
-                opts.short_timeout_ms,
-                match control_aborted_after {
-                    Some(t) => format!("was aborted by the broker after {:.1} s", t.as_secs_f64()),
-                    None => format!("was not aborted within {:.0} s", opts.max_wait.as_secs_f64()),
-                });
-            log.add("survives-timeout", "-", why.clone());
-            (None, why)
-        }
-        (true, None) => {
-            let why = format!(
-                "undetermined: the broker did not abort the control transaction within {:.0} s (abort scan interval {}), so survival of the 2PC one proves nothing",
-                opts.max_wait.as_secs_f64(), scan_interval.map(|v| format!("{v} ms")).unwrap_or_else(|| "unknown".into()));
-            log.add("survives-timeout", "DescribeTransactions", why.clone());
-            (None, why)
-        }
-        (true, Some(t)) => {
-            // The scan that aborted the control one saw the 2PC one too (opened
-            // first, same timeout). Look again after one more scan to be sure.
-            tokio::time::sleep(Duration::from_millis(scan_interval.unwrap_or(1000) + 250)).await;
-            let d = client.describe_transactions(std::slice::from_ref(&tid_2pc)).await?;
-            let s2 = txn_state(&d, &tid_2pc);
-            log.add(
-                "survives-timeout",
-                format!("DescribeTransactions {tid_2pc}"),
-                format!("{s2} after {} ms", t0.elapsed().as_millis()),
-            );
-            (Some(s2 == "Ongoing"), format!(
-                "the broker aborted the control transaction by timeout within {:.1} s; the 2PC transaction with the same {} ms timeout was {s2} after {:.1} s",
-                t.as_secs_f64(), opts.short_timeout_ms, t0.elapsed().as_secs_f64()))
-        }
-    };
-    let timeout_abort_observed = control_aborted_after.is_some();
 
-    // 5. Leave nothing open.
-    for t in to_abort {
-        match client.end_txn(&t.tid, t.pid, t.epoch, false, None).await {
-            Ok(_) => log.add("cleanup", format!("EndTxn abort {}", t.tid), "aborted"),
-            Err(e) => {
-                log.add("cleanup", format!("EndTxn abort {}", t.tid), format!("not aborted: {}", describe_error(&e)))
+    /// How long after `t0` the broker aborted the control transaction by
+    /// timeout, looking every 250 ms for at most `max_wait`.
+    async fn await_control_abort(
+        &mut self,
+        ids: &[String],
+        tid_ctl: &str,
+        t0: Instant,
+        max_wait: Duration,
+    ) -> Result<Option<Duration>, WireError> {
+        while t0.elapsed() < max_wait {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let d = self.client.describe_transactions(ids).await?;
+            let sc = txn_state(&d, tid_ctl);
+            if sc != "Ongoing" {
+                self.log.add(
+                    "survives-timeout",
+                    format!("DescribeTransactions {tid_ctl}"),
+                    format!(
+                        "{sc} after {} ms: the broker aborted the control transaction by timeout",
+                        t0.elapsed().as_millis()
+                    ),
+                );
+                return Ok(Some(t0.elapsed()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// No 2PC transaction could be opened: survival is not tested.
+    fn survival_not_tested(
+        &mut self,
+        opts: &ProbeOptions,
+        control_aborted_after: Option<Duration>,
+    ) -> (Option<bool>, String) {
+        let why = format!(
+            "not tested: Enable2Pc was not accepted, so no 2PC transaction could be opened (a plain transaction with a {} ms timeout {})",
+            opts.short_timeout_ms,
+            match control_aborted_after {
+                Some(t) => format!("was aborted by the broker after {:.1} s", t.as_secs_f64()),
+                None => format!("was not aborted within {:.0} s", opts.max_wait.as_secs_f64()),
+            });
+        self.log.add("survives-timeout", "-", why.clone());
+        (None, why)
+    }
+
+    /// The control transaction was not aborted in time: no answer.
+    fn survival_undetermined(&mut self, opts: &ProbeOptions, scan_interval: Option<u64>) -> (Option<bool>, String) {
+        let why = format!(
+            "undetermined: the broker did not abort the control transaction within {:.0} s (abort scan interval {}), so survival of the 2PC one proves nothing",
+            opts.max_wait.as_secs_f64(), scan_interval.map(|v| format!("{v} ms")).unwrap_or_else(|| "unknown".into()));
+        self.log.add("survives-timeout", "DescribeTransactions", why.clone());
+        (None, why)
+    }
+
+    /// The control transaction was aborted `t` after `t0`: the 2PC one survives if it is still Ongoing.
+    async fn survival_after_control_abort(
+        &mut self,
+        opts: &ProbeOptions,
+        tid_2pc: &str,
+        scan_interval: Option<u64>,
+        t0: Instant,
+        t: Duration,
+    ) -> Result<(Option<bool>, String), WireError> {
+        // The scan that aborted the control one saw the 2PC one too (opened
+        // first, same timeout). Look again after one more scan to be sure.
+        tokio::time::sleep(Duration::from_millis(scan_interval.unwrap_or(1000) + 250)).await;
+        let d = self.client.describe_transactions(&[tid_2pc.to_string()]).await?;
+        let s2 = txn_state(&d, tid_2pc);
+        self.log.add(
+            "survives-timeout",
+            format!("DescribeTransactions {tid_2pc}"),
+            format!("{s2} after {} ms", t0.elapsed().as_millis()),
+        );
+        Ok((Some(s2 == "Ongoing"), format!(
+            "the broker aborted the control transaction by timeout within {:.1} s; the 2PC transaction with the same {} ms timeout was {s2} after {:.1} s",
+            t.as_secs_f64(), opts.short_timeout_ms, t0.elapsed().as_secs_f64())))
+    }
+
+    /// Step 5: every transaction the probe opened, aborted.
+    async fn abort_all(&mut self, to_abort: Vec<OpenTxn>) {
+        for t in to_abort {
+            match self.client.end_txn(&t.tid, t.pid, t.epoch, false, None).await {
+                Ok(_) => self.log.add("cleanup", format!("EndTxn abort {}", t.tid), "aborted"),
+                Err(e) => self.log.add(
+                    "cleanup",
+                    format!("EndTxn abort {}", t.tid),
+                    format!("not aborted: {}", describe_error(&e)),
+                ),
             }
         }
     }
-
-    Ok(ProbeReport {
-        bootstrap: opts.bootstrap.join(","),
-        broker_version: BrokerVersion {
-            release: opts.release.clone(),
-            metadata_version_level: mv,
-            metadata_version_max_supported: mv_max,
-            note: match &opts.release {
-                Some(r) => format!("Kafka {r}: the installation the rig started; the wire itself carries no release string"),
-                None => "the Kafka protocol carries no release string; the finalized metadata.version level is the closest fingerprint".into(),
-            },
-        },
-        transaction_version: tv,
-        init_producer_id_max_version: ipid_max,
-        enable2pc,
-        keep_prepared_txn,
-        survives_timeout,
-        survives_timeout_detail,
-        timeout_abort_observed,
-        abort_scan_interval_ms: scan_interval,
-        topic,
-        share_groups,
-        evidence: log.evidence,
-        elapsed_ms: started.elapsed().as_millis() as u64,
-    })
 }
 
 fn acceptance_text(a: &Acceptance) -> String {

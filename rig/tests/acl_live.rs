@@ -15,11 +15,12 @@ mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sinkhole_rig::cluster::local::LocalCluster;
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::producer::{Bytes, InitOptions, ProducerConfig, TxnProducer};
-use sinkhole_workloads::wire::acls::{self, op, resource, AclBinding};
-use sinkhole_workloads::wire::{Client, ClientConfig, InitProducerIdParams, KafkaCode, SaslPlain};
+use sinkhole_client::producer::{Bytes, InitOptions, ProducerConfig, TxnProducer};
+use sinkhole_client::wire::acls::{self, op, resource, AclBinding};
+use sinkhole_client::wire::{Client, ClientConfig, InitProducerIdParams, KafkaCode, SaslPlain};
+use sinkhole_cluster::local::LocalCluster;
+use sinkhole_cluster::Cluster;
+use sinkhole_cluster::ClusterNodes;
 
 fn unique(prefix: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);

@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 use rdkafka::config::ClientConfig as RdConfig;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use sinkhole_rig::checker::{self, store, CheckSpec, Counts, Expected, UncommittedTail};
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::model::{record, CommitOutcome, Committable, Event, EventKind, SinkMode, Source, TxnProtocol};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_checker::{store, CheckSpec, Counts, Expected, UncommittedTail};
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_cluster::ClusterNodes;
+use sinkhole_model::{record, CommitOutcome, Committable, Event, EventKind, SinkMode, Source, TxnProtocol};
 
 const RUN: &str = "it-run";
 const TOPIC: &str = "checker-out";
@@ -134,11 +135,11 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
         topic: TOPIC.into(),
         expected: Expected { run_id: RUN.into(), parallelism: 2, records_per_subtask: 10 },
         history: Some(history),
-        dir: dir.clone(),
+        dir: ModeDir::at(&dir),
         timeout: Duration::from_secs(6),
     };
     let t0 = Instant::now();
-    let r = checker::check_mode(&spec).await.expect("check");
+    let r = sinkhole_checker::check_mode(&spec).await.expect("check");
     eprintln!("drain + check in {} ms: {}", t0.elapsed().as_millis(), serde_json::to_string_pretty(&r).unwrap());
     drop(open_producer);
 
@@ -190,7 +191,7 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
     assert!(saved.iter().all(|s| s.tid.as_deref() == Some("it-a")));
 
     // Offline re-check from the saved drain gives the same counts.
-    let again = checker::recheck(&dir, &spec.expected, spec.history.as_deref()).unwrap();
+    let again = sinkhole_checker::recheck(&ModeDir::at(&dir), &spec.expected, spec.history.as_deref()).unwrap();
     assert_eq!(again.counts, r.counts);
 
     cluster.teardown();

@@ -224,11 +224,11 @@ fn ctrl_c_and_sigkill_of_the_rig_leave_no_broker() {
     wait_gone(jvm);
 
     // SIGKILL: no code of the rig runs; the kernel's parent-death signal does it.
-    let first_dir = sinkhole_rig::cluster::state::clusters_root().join(format!("probe-{}", rig.id()));
+    let first_dir = sinkhole_cluster::state::clusters_root().join(format!("probe-{}", rig.id()));
     let (mut rig, jvm) = probe_with_live_broker();
     // The second probe swept the directory the first (interrupted) one left.
     assert!(!first_dir.exists(), "{} left behind", first_dir.display());
-    let second_dir = sinkhole_rig::cluster::state::clusters_root().join(format!("probe-{}", rig.id()));
+    let second_dir = sinkhole_cluster::state::clusters_root().join(format!("probe-{}", rig.id()));
     rig.kill().unwrap();
     rig.wait().unwrap();
     wait_gone(jvm);
@@ -256,9 +256,9 @@ fn with_fake_maven(dir: &std::path::Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(common::bin());
     cmd.args(args)
         .env("PATH", std::env::join_paths(paths).unwrap())
-        .env(sinkhole_rig::install::CACHE_ENV, dir.join("cache"))
+        .env(sinkhole_install::CACHE_ENV, dir.join("cache"))
         .env("FAKE_MVN_PID", dir.join("mvn.pid"))
-        .env_remove(sinkhole_rig::install::MAVEN_REPO_ENV)
+        .env_remove(sinkhole_install::MAVEN_REPO_ENV)
         .env_remove("RUST_LOG");
     cmd
 }
@@ -378,4 +378,29 @@ fn report_of_a_directory_that_is_no_run_is_one_clear_error() {
     let o = sinkhole(&["report", dir.to_str().unwrap()]);
     assert_bad_input(&o, "not a run directory (no summary.json)");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Seeds: none, absurdly many, repeated, negative or not a number are each
+/// one error naming the flag (exit 2), before any scenario runs; `calibrate`
+/// takes the same flags and refuses the same.
+#[test]
+fn bad_seeds_are_one_clear_error_naming_the_flag() {
+    let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/shard-tiny.yaml");
+    for (args, needle) in [
+        (&["--seed-count", "0"][..], "'--seed-count <N>': at least one seed"),
+        (&["--seed-count", "1001"], "'--seed-count <N>': at most 1000 seeds: each seed is one more run"),
+        (&["--seed-count", "99999999999999999999999"], "'--seed-count <N>': at most 1000 seeds"),
+        (&["--seed-count", "-1"], "'--seed-count <N>': not a count: a whole number of seeds from 1 to 1000"),
+        (&["--seed-count", "five"], "'--seed-count <N>': not a count"),
+        (&["--seeds", "1,-2"], "'--seeds <SEEDS>': not a seed: a seed is a whole number from 0 to"),
+        (&["--seeds", "1,x"], "'--seeds <SEEDS>': not a seed"),
+        (&["--seed", "-3", "--seed-count", "2"], "'--seed <SEED>': not a seed"),
+        (&["--seeds", "4,5,4"], "--seeds 4,5,4: seed 4 is given 2 times"),
+    ] {
+        for command in ["matrix", "calibrate"] {
+            let mut all = vec![command, tiny, "--results", "/nonexistent/never-written"];
+            all.extend_from_slice(args);
+            assert_bad_input(&sinkhole(&all), needle);
+        }
+    }
 }

@@ -20,32 +20,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_cluster::containers::{ContainersCluster, ContainersSpec};
+use sinkhole_cluster::Cluster;
+use sinkhole_cluster::ClusterNodes;
 use sinkhole_faults::proxy::{Action, Frames, Match, Rule};
-use sinkhole_rig::cluster::containers::{self, ContainersCluster, ContainersSpec};
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-
-/// The engine and the image, or the reason the test cannot run here (printed; the test returns).
-async fn ready_to_run(test: &str) -> bool {
-    if let Err(e) = containers::engine_available().await {
-        eprintln!("SKIPPED {test}: {e}");
-        return false;
-    }
-    let docker = containers::engine().await.expect("engine");
-    let tag = sinkhole_rig::cluster::containers::image::default_tag("4.4.0");
-    if docker.inspect_image(&tag).await.is_err() {
-        let out = Command::new(common::bin()).args(["image", "build", "--kafka", "4.4.0"]).output().unwrap();
-        assert!(out.status.success(), "image build: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    true
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_proxy_fronts_the_published_listener() {
-    let _turn = common::serial();
-    if !ready_to_run("containers_proxy_fronts_the_published_listener").await {
-        return;
-    }
+    let Some(_turn) = common::containers::turn("containers_proxy_fronts_the_published_listener").await else { return };
     let dir = common::test_dir("containers-proxy");
     let mut spec = ContainersSpec::new("4.4.0", 1, dir.clone(), &format!("it-proxy-{}", std::process::id()));
     spec.proxy = Some(7);
@@ -98,9 +81,7 @@ async fn containers_proxy_fronts_the_published_listener() {
         tokio::net::TcpStream::connect(("127.0.0.1", proxy_port)).await.is_err(),
         "the proxy still listens after teardown"
     );
-    let docker = containers::engine().await.unwrap();
-    let (cs, nets, vols) = containers::leftovers(&docker, &run_id).await.unwrap();
-    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    common::containers::assert_nothing_left(&run_id).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -129,12 +110,9 @@ fn fault_ended(history: &Path) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_endtxn_response_dropped() {
-    let _turn = common::serial();
-    if !ready_to_run("containers_endtxn_response_dropped").await {
-        return;
-    }
+    let Some(_turn) = common::containers::turn("containers_endtxn_response_dropped").await else { return };
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/endtxn-response-dropped.yaml");
-    let (out, results, dir) = run_on_containers(
+    let (out, results, dir) = common::containers::run_on_containers(
         "containers-endtxn",
         scenario,
         &["--seed", "61", "--mode", "twopc-inject", "--mode", "legacy"],
@@ -159,43 +137,8 @@ async fn containers_endtxn_response_dropped() {
     }
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let run_id = summary["run_id"].as_str().unwrap();
-    let docker = containers::engine().await.unwrap();
-    let (cs, nets, vols) = containers::leftovers(&docker, run_id).await.unwrap();
-    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    common::containers::assert_nothing_left(run_id).await;
     let _ = std::fs::remove_dir_all(&results);
-}
-
-/// `sinkhole run SCENARIO --backend containers ARGS`: its output, the results
-/// directory and the run directory inside it.
-async fn run_on_containers(
-    name: &str,
-    scenario: std::path::PathBuf,
-    args: &[&str],
-) -> (std::process::Output, std::path::PathBuf, std::path::PathBuf) {
-    let results = common::test_dir(name);
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let (out, results) = tokio::task::spawn_blocking(move || {
-        let out = Command::new(common::bin())
-            .arg("run")
-            .arg(&scenario)
-            .args(["--backend", "containers"])
-            .args(&args)
-            .arg("--results")
-            .arg(&results)
-            .output()
-            .expect("run sinkhole");
-        (out, results)
-    })
-    .await
-    .unwrap();
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    let dir = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.join("summary.json").exists())
-        .unwrap_or_else(|| panic!("no summary.json: {}", String::from_utf8_lossy(&out.stderr)));
-    (out, results, dir)
 }
 
 /// `net-blackhole` on containers: the engine disconnects the node from the
@@ -203,10 +146,7 @@ async fn run_on_containers(
 /// recovers, and stays exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_blackhole_disconnects_the_node() {
-    let _turn = common::serial();
-    if !ready_to_run("containers_blackhole_disconnects_the_node").await {
-        return;
-    }
+    let Some(_turn) = common::containers::turn("containers_blackhole_disconnects_the_node").await else { return };
     let scenario = common::test_dir("containers-blackhole-scenario").with_extension("yaml");
     std::fs::write(
         &scenario,
@@ -219,7 +159,8 @@ async fn containers_blackhole_disconnects_the_node() {
          expect: {twopc-inject: clean}\n",
     )
     .unwrap();
-    let (out, results, dir) = run_on_containers("containers-blackhole", scenario.clone(), &["--seed", "5"]).await;
+    let (out, results, dir) =
+        common::containers::run_on_containers("containers-blackhole", scenario.clone(), &["--seed", "5"]).await;
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     let m = &summary["modes"][0];
     assert_eq!(m["outcome"], "pass", "{m}");
@@ -238,9 +179,7 @@ async fn containers_blackhole_disconnects_the_node() {
     assert_eq!(ended[0]["effect"]["nodes"][0]["network"]["confirmed"], true, "{ended:?}");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let run_id = summary["run_id"].as_str().unwrap();
-    let docker = containers::engine().await.unwrap();
-    let (cs, nets, vols) = containers::leftovers(&docker, run_id).await.unwrap();
-    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    common::containers::assert_nothing_left(run_id).await;
     let _ = std::fs::remove_dir_all(&results);
     let _ = std::fs::remove_file(&scenario);
 }
@@ -274,10 +213,7 @@ fn containers_refuse_broker_to_broker_partitions() {
 /// published port belongs to the network it left).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_isolate_and_rejoin_a_node() {
-    let _turn = common::serial();
-    if !ready_to_run("containers_isolate_and_rejoin_a_node").await {
-        return;
-    }
+    let Some(_turn) = common::containers::turn("containers_isolate_and_rejoin_a_node").await else { return };
     let dir = common::test_dir("containers-isolate");
     let spec = ContainersSpec::new("4.4.0", 1, dir.clone(), &format!("it-isolate-{}", std::process::id()));
     let mut cluster = ContainersCluster::start(spec).await.expect("start a 1-node cluster");
@@ -306,8 +242,6 @@ async fn containers_isolate_and_rejoin_a_node() {
     eprintln!("ready {} ms after the heal", t0.elapsed().as_millis());
     let run_id = cluster.run_id.clone();
     cluster.teardown().await;
-    let docker = containers::engine().await.unwrap();
-    let (cs, nets, vols) = containers::leftovers(&docker, &run_id).await.unwrap();
-    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    common::containers::assert_nothing_left(&run_id).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,62 +13,15 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::init_producer_id::InitProducerIdParams;
+use sinkhole_cluster::containers::{self, ContainersCluster, ContainersSpec};
+use sinkhole_cluster::{Cluster, ClusterNodes, NodeAction};
 use sinkhole_faults::process::RunState;
-use sinkhole_rig::cluster::containers::{self, ContainersCluster, ContainersSpec};
-use sinkhole_rig::cluster::{Cluster, NodeAction};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::init_producer_id::InitProducerIdParams;
-
-fn quick_client() -> ClientConfig {
-    ClientConfig {
-        request_timeout: Duration::from_secs(2),
-        retry_deadline: Duration::from_secs(2),
-        ..ClientConfig::default()
-    }
-}
-
-fn params(tid: &str) -> InitProducerIdParams {
-    InitProducerIdParams {
-        transactional_id: Some(tid.to_string()),
-        transaction_timeout_ms: 60_000,
-        producer_id: -1,
-        producer_epoch: -1,
-        enable_2pc: false,
-        keep_prepared_txn: false,
-    }
-}
-
-/// The engine and the image, or the reason the test cannot run here (printed; the test returns).
-async fn ready_to_run(test: &str) -> bool {
-    if let Err(e) = containers::engine_available().await {
-        eprintln!("SKIPPED {test}: {e}");
-        return false;
-    }
-    let docker = containers::engine().await.expect("engine");
-    let tag = sinkhole_rig::cluster::containers::image::default_tag("4.4.0");
-    if docker.inspect_image(&tag).await.is_err() {
-        // No registry here: build it from the cached jars, as `sinkhole image build` does.
-        let dist = common::dist("4.4.0");
-        let work = std::env::temp_dir().join(format!("sinkhole-it-image-{}", std::process::id()));
-        let r = sinkhole_rig::cluster::containers::image::build(
-            &dist,
-            &tag,
-            &work,
-            containers::docker_host().as_deref(),
-            &mut |l| eprintln!("image: {l}"),
-        )
-        .expect("build the image");
-        eprintln!("built {} in {:.1} s ({} bytes, JRE by {})", r.tag, r.elapsed_ms as f64 / 1e3, r.rootfs_bytes, r.jre);
-    }
-    true
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_three_nodes_coordinator_moves_on_kill_node_rejoins_pause_freezes_teardown_leaves_nothing() {
-    let _turn = common::serial();
-    if !ready_to_run("containers_three_nodes_…").await {
-        return;
-    }
+    let Some(_turn) = common::containers::turn("containers_three_nodes_…").await else { return };
     let run_id = format!("it-lifecycle-{}", std::process::id());
     let dir = common::test_dir("containers-three");
     let mut spec = ContainersSpec::new("4.4.0", 3, dir.clone(), &run_id);
@@ -93,7 +46,8 @@ async fn containers_three_nodes_coordinator_moves_on_kill_node_rejoins_pause_fre
     }
 
     let tid = "sinkhole-it-containers-coordinator";
-    let first = client.init_producer_id(&params(tid), None).await.expect("InitProducerId");
+    let first =
+        client.init_producer_id(&InitProducerIdParams::transactional(tid, 60_000), None).await.expect("InitProducerId");
     let coord = client.find_coordinator(tid).await.unwrap().node_id;
     assert_eq!(first.coordinator, coord);
     eprintln!("coordinator of {tid}: node {coord}");
@@ -107,18 +61,20 @@ async fn containers_three_nodes_coordinator_moves_on_kill_node_rejoins_pause_fre
 
     let t_kill = Instant::now();
     let running: Vec<String> = cluster.bootstrap().split(',').map(str::to_string).collect();
-    let mut client = Client::connect(&running, quick_client()).await.unwrap();
+    let mut client = Client::connect(&running, common::quick_client()).await.unwrap();
     let moved_to = loop {
         assert!(t_kill.elapsed() < Duration::from_secs(60), "coordinator did not move within 60 s");
         match client.find_coordinator(tid).await {
-            Ok(b) if b.node_id != coord => match client.init_producer_id(&params(tid), None).await {
-                Ok(o) => {
-                    assert_eq!(o.producer_id, first.producer_id, "same id, same producer id");
-                    assert!(o.producer_epoch > first.producer_epoch, "epoch bumped by the new coordinator");
-                    break b.node_id;
+            Ok(b) if b.node_id != coord => {
+                match client.init_producer_id(&InitProducerIdParams::transactional(tid, 60_000), None).await {
+                    Ok(o) => {
+                        assert_eq!(o.producer_id, first.producer_id, "same id, same producer id");
+                        assert!(o.producer_epoch > first.producer_epoch, "epoch bumped by the new coordinator");
+                        break b.node_id;
+                    }
+                    Err(e) => eprintln!("InitProducerId on node {}: {e}", b.node_id),
                 }
-                Err(e) => eprintln!("InitProducerId on node {}: {e}", b.node_id),
-            },
+            }
             Ok(b) => eprintln!("coordinator still node {}", b.node_id),
             Err(e) => eprintln!("FindCoordinator: {e}"),
         }
@@ -132,7 +88,8 @@ async fn containers_three_nodes_coordinator_moves_on_kill_node_rejoins_pause_fre
     assert_eq!(effect.ready, Some(true), "{effect:?}");
     assert!(effect.new_pid.is_some());
     assert_eq!(cluster.node(coord).unwrap().container_id, container_before);
-    let mut direct = Client::connect(&[cluster.node(coord).unwrap().bootstrap()], quick_client()).await.unwrap();
+    let mut direct =
+        Client::connect(&[cluster.node(coord).unwrap().bootstrap()], common::quick_client()).await.unwrap();
     let mut ids: Vec<i32> = direct.metadata(None).await.unwrap().brokers.iter().map(|b| b.node_id).collect();
     ids.sort();
     assert_eq!(ids, vec![1, 2, 3], "the restarted node sees the whole cluster");
@@ -153,14 +110,16 @@ async fn containers_three_nodes_coordinator_moves_on_kill_node_rejoins_pause_fre
     let effect = cluster.act(victim, NodeAction::Pause, Duration::from_secs(10)).await.unwrap();
     assert!(effect.signals[0].confirmed, "{effect:?}");
     assert_eq!(cluster.engine_state(victim).await.unwrap().status, "paused");
-    let frozen =
-        tokio::time::timeout(Duration::from_secs(5), Client::connect(std::slice::from_ref(&addr), quick_client()))
-            .await;
+    let frozen = tokio::time::timeout(
+        Duration::from_secs(5),
+        Client::connect(std::slice::from_ref(&addr), common::quick_client()),
+    )
+    .await;
     assert!(!matches!(frozen, Ok(Ok(_))), "a paused broker must not answer");
     let effect = cluster.act(victim, NodeAction::Resume, Duration::from_secs(10)).await.unwrap();
     assert!(effect.signals[0].confirmed, "{effect:?}");
     let t_resume = Instant::now();
-    while Client::connect(std::slice::from_ref(&addr), quick_client()).await.is_err() {
+    while Client::connect(std::slice::from_ref(&addr), common::quick_client()).await.is_err() {
         assert!(t_resume.elapsed() < Duration::from_secs(30), "resumed broker does not answer");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -172,8 +131,7 @@ async fn containers_three_nodes_coordinator_moves_on_kill_node_rejoins_pause_fre
 
     // Teardown: nothing of the run is left on the engine; the logs are in the run directory.
     cluster.teardown().await;
-    let (cs, nets, vols) = containers::leftovers(&docker, &run_id).await.unwrap();
-    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    common::containers::assert_nothing_left(&run_id).await;
     for id in 1..=3 {
         let log = std::fs::read_to_string(dir.join(format!("node-{id}/server.log"))).unwrap();
         assert!(log.contains("Kafka Server started") || log.contains("started"), "node {id} log collected");
@@ -183,10 +141,7 @@ async fn containers_three_nodes_coordinator_moves_on_kill_node_rejoins_pause_fre
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_a_dropped_cluster_leaves_nothing_and_a_broken_config_names_the_node() {
-    let _turn = common::serial();
-    if !ready_to_run("containers_a_dropped_cluster_…").await {
-        return;
-    }
+    let Some(_turn) = common::containers::turn("containers_a_dropped_cluster_…").await else { return };
     let docker = containers::engine().await.unwrap();
     let run_id = format!("it-drop-{}", std::process::id());
     let dir = common::test_dir("containers-drop");
@@ -197,8 +152,7 @@ async fn containers_a_dropped_cluster_leaves_nothing_and_a_broken_config_names_t
     assert_eq!(containers::leftovers(&docker, &run_id).await.unwrap().0.len(), 1);
     // Dropped without teardown, as when a panic unwinds.
     drop(cluster);
-    let (cs, nets, vols) = containers::leftovers(&docker, &run_id).await.unwrap();
-    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    common::containers::assert_nothing_left(&run_id).await;
 
     // A setting the broker rejects: start fails naming the node and the setting, and cleans up.
     let mut bad = spec;

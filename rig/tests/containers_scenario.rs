@@ -10,46 +10,15 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
-use sinkhole_rig::cluster::containers;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_flip319_long_outage_same_verdicts_as_local_and_nothing_left() {
-    let _turn = common::serial();
-    if let Err(e) = containers::engine_available().await {
-        eprintln!("SKIPPED containers_flip319_…: {e}");
-        return;
-    }
-    let docker = containers::engine().await.unwrap();
-    let tag = sinkhole_rig::cluster::containers::image::default_tag("4.4.0");
-    if docker.inspect_image(&tag).await.is_err() {
-        let out = Command::new(common::bin()).args(["image", "build", "--kafka", "4.4.0"]).output().unwrap();
-        assert!(out.status.success(), "image build: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let results = common::test_dir("containers-flip319");
+    let Some(_turn) = common::containers::turn("containers_flip319_…").await else { return };
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/flip319-long-outage.yaml");
-    let out = tokio::task::spawn_blocking(move || {
-        let out = Command::new(common::bin())
-            .arg("run")
-            .arg(&scenario)
-            .args(["--backend", "containers", "--seed", "319", "--results"])
-            .arg(&results)
-            .output()
-            .expect("run sinkhole");
-        (out, results)
-    })
-    .await
-    .unwrap();
-    let (out, results) = out;
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    let dir = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.join("summary.json").exists())
-        .unwrap_or_else(|| panic!("no summary.json: {}", String::from_utf8_lossy(&out.stderr)));
+    let (out, results, dir) =
+        common::containers::run_on_containers("containers-flip319", scenario, &["--seed", "319"]).await;
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     let mode = |name: &str| -> Value {
         summary["modes"].as_array().unwrap().iter().find(|m| m["mode"] == name).cloned().unwrap()
@@ -82,8 +51,7 @@ async fn containers_flip319_long_outage_same_verdicts_as_local_and_nothing_left(
 
     // Nothing of the run is left on the engine; the brokers' log was collected.
     let run_id = summary["run_id"].as_str().unwrap();
-    let (cs, nets, vols) = containers::leftovers(&docker, run_id).await.unwrap();
-    assert!(cs.is_empty() && nets.is_empty() && vols.is_empty(), "left: {cs:?} {nets:?} {vols:?}");
+    common::containers::assert_nothing_left(run_id).await;
     let log = std::fs::read_to_string(dir.join("cluster/node-1/server.log")).unwrap();
     assert!(log.contains("formatted; starting the broker"), "broker log collected");
     let _ = std::fs::remove_dir_all(&results);

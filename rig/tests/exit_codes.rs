@@ -11,26 +11,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::files::{copy_dir, read_json};
 use serde_json::Value;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/old-results/old-results-20261201T105322-7")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn write_json(path: &Path, v: &Value) {
@@ -47,7 +32,7 @@ fn stored_run(base: &Path, name: &str, edit: impl FnOnce(&Path)) -> PathBuf {
 
 fn set_expectation(run: &Path, mode: &str, e: Value) {
     let p = run.join(mode).join("verdict.json");
-    let mut v = json(&p);
+    let mut v = read_json(&p);
     v["expectation"] = e;
     write_json(&p, &v);
 }
@@ -71,9 +56,9 @@ fn err(o: &Output) -> String {
 }
 
 fn assert_provenance(v: &Value, what: &str) {
-    assert_eq!(v["schema_version"], sinkhole_rig::provenance::SCHEMA_VERSION, "{what}: {v}");
-    assert_eq!(v["version"], sinkhole_rig::provenance::VERSION, "{what}");
-    assert_eq!(v["git_commit"], sinkhole_rig::provenance::GIT_COMMIT, "{what}");
+    assert_eq!(v["schema_version"], sinkhole_base::provenance::SCHEMA_VERSION, "{what}: {v}");
+    assert_eq!(v["version"], sinkhole_base::provenance::VERSION, "{what}");
+    assert_eq!(v["git_commit"], sinkhole_base::provenance::GIT_COMMIT, "{what}");
 }
 
 #[test]
@@ -84,30 +69,41 @@ fn judged_exit_codes_through_check() {
     let ok = stored_run(&base, "ok", |_| {});
     let o = check(&ok, &[]);
     assert_eq!(code(&o), Some(0), "{}", err(&o));
-    let summary = json(&ok.join("summary.json"));
+    let summary = read_json(&ok.join("summary.json"));
     assert_provenance(&summary, "summary.json");
-    assert_provenance(&json(&ok.join("legacy").join("verdict.json")), "verdict.json");
+    assert_provenance(&read_json(&ok.join("legacy").join("verdict.json")), "verdict.json");
     assert_eq!(summary["exit_code"], 0);
     let junit = std::fs::read_to_string(ok.join("junit.xml")).unwrap();
-    assert!(junit.contains(&format!("value=\"{}\"", sinkhole_rig::provenance::GIT_COMMIT)), "{junit}");
+    assert!(junit.contains(&format!("value=\"{}\"", sinkhole_base::provenance::GIT_COMMIT)), "{junit}");
 
     // 1: twopc-inject expected to lose records, and lost none.
     let failed = stored_run(&base, "failed", |d| set_expectation(d, "twopc-inject", serde_json::json!({"lost": ">0"})));
     let o = check(&failed, &[]);
     assert_eq!(code(&o), Some(1), "{}", err(&o));
     assert!(err(&o).contains("at least one mode did not meet its expectation"), "{}", err(&o));
-    assert_eq!(json(&failed.join("summary.json"))["modes"][1]["outcome"], "fail");
+    let row = &read_json(&failed.join("summary.json"))["modes"][1];
+    assert_eq!((&row["outcome"], &row["words"]), (&Value::from("fail"), &Value::from("clean — expected lost>0")));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.lines().any(|l| l.starts_with("twopc-inject") && l.ends_with("| clean — expected lost>0")),
+        "{table}"
+    );
 
     // 0, or 1 with --fail-on-inconclusive: legacy expected clean, but its
     // transaction was left open (an uncommitted tail): inconclusive.
     let inconclusive = stored_run(&base, "inconclusive", |d| set_expectation(d, "legacy", "clean".into()));
     let o = check(&inconclusive, &[]);
     assert_eq!(code(&o), Some(0), "inconclusive is counted, not failed: {}", err(&o));
-    assert_eq!(json(&inconclusive.join("summary.json"))["modes"][0]["outcome"], "inconclusive");
+    let row = &read_json(&inconclusive.join("summary.json"))["modes"][0];
+    assert_eq!(row["outcome"], "inconclusive");
+    assert_eq!(row["inconclusive_cause"], "transaction-left-open");
+    assert_eq!(row["words"], "LOST 306, inconclusive — transaction left open", "the lost records first");
+    let verdict = read_json(&inconclusive.join("legacy").join("verdict.json"));
+    assert_eq!((&verdict["words"], &verdict["inconclusive_cause"]), (&row["words"], &row["inconclusive_cause"]));
     let o = check(&inconclusive, &["--fail-on-inconclusive"]);
     assert_eq!(code(&o), Some(1), "{}", err(&o));
     assert!(err(&o).contains("--fail-on-inconclusive"), "{}", err(&o));
-    let s = json(&inconclusive.join("summary.json"));
+    let s = read_json(&inconclusive.join("summary.json"));
     assert_eq!((&s["exit_code"], &s["fail_on_inconclusive"]), (&Value::from(1), &Value::Bool(true)));
 
     // 3: a mode the rig failed to run (no verdict, outcome error), beside two
@@ -116,7 +112,7 @@ fn judged_exit_codes_through_check() {
     for (name, outcome) in [("rig-error", "error"), ("rig-error-old", "fail")] {
         let dir = stored_run(&base, name, |d| {
             let p = d.join("summary.json");
-            let mut s = json(&p);
+            let mut s = read_json(&p);
             let mut row = s["modes"][1].clone();
             row["mode"] = "kip939".into();
             row["outcome"] = outcome.into();
@@ -130,10 +126,10 @@ fn judged_exit_codes_through_check() {
         let o = check(&dir, &[]);
         assert_eq!(code(&o), Some(3), "{name}: {}", err(&o));
         assert!(err(&o).contains("the rig itself failed for at least one mode"), "{}", err(&o));
-        let s = json(&dir.join("summary.json"));
+        let s = read_json(&dir.join("summary.json"));
         assert_eq!(s["modes"][2]["outcome"], "error", "{name}");
         let table = String::from_utf8_lossy(&o.stdout);
-        assert!(table.lines().any(|l| l.starts_with("kip939") && l.contains("| error")), "{table}");
+        assert!(table.lines().any(|l| l.starts_with("kip939") && l.ends_with("| rig error")), "{table}");
         let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
         assert!(junit.contains(r#"errors="1""#) && junit.contains(r#"type="rig""#), "{junit}");
         // A finding beats the rig's failure: 1.
@@ -184,14 +180,14 @@ fn the_rig_failing_is_exit_3() {
     assert_provenance(&m, "matrix --json");
     assert_eq!(m["cells"][0]["status"], "error");
     assert_eq!(m["exit_code"], 3);
-    let on_disk = json(&out.join("matrix.json"));
+    let on_disk = read_json(&out.join("matrix.json"));
     assert_provenance(&on_disk, "matrix.json");
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert!(junit.contains(r#"<error message="starting the cluster"#), "{junit}");
     // The run's schedule.json, written before the cluster started.
     let run_dir =
         std::fs::read_dir(&results).unwrap().flatten().map(|e| e.path()).find(|p| p.join("schedule.json").is_file());
-    assert_provenance(&json(&run_dir.expect("a run directory").join("schedule.json")), "schedule.json");
+    assert_provenance(&read_json(&run_dir.expect("a run directory").join("schedule.json")), "schedule.json");
 
     // 2: bad input, before anything starts.
     let o = sinkhole(&["run", f, "--mode", "flink", "--results", r]);
@@ -224,5 +220,5 @@ fn json_outputs_and_version_carry_the_provenance() {
     assert_provenance(&serde_json::from_slice(&o.stdout).unwrap(), "bench-checker --json");
     let o = sinkhole(&["--version"]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(text.trim(), format!("sinkhole {}", sinkhole_rig::provenance::LONG_VERSION));
+    assert_eq!(text.trim(), format!("sinkhole {}", sinkhole_base::provenance::LONG_VERSION));
 }

@@ -29,12 +29,13 @@ use kafka_protocol::messages::AlterUserScramCredentialsRequest;
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::{BaseProducer, Producer};
 use serde_json::Value;
-use sinkhole_rig::cluster::local::LocalCluster;
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::scram::{salted_password, Hash};
-use sinkhole_workloads::wire::security::{Mechanism, Protocol, Security};
-use sinkhole_workloads::wire::Connection;
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::scram::{salted_password, Hash};
+use sinkhole_client::wire::security::{Mechanism, Protocol, ResolveSecurity, Security};
+use sinkhole_client::wire::Connection;
+use sinkhole_cluster::local::LocalCluster;
+use sinkhole_cluster::ClusterNodes;
+use sinkhole_testkit::tls::{ca, leaf};
 
 const SCRAM_USER: &str = "alice";
 const SCRAM_PASSWORD: &str = "alice-Scram-9d2c";
@@ -44,83 +45,10 @@ const WRONG_PASSWORD: &str = "not-Alices-7b55";
 const PASSWORD_ENV: &str = "SINKHOLE_TLS_LIVE_PASSWORD";
 const RECORDS: u64 = 3000;
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl (apt-get install openssl)");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// A CA (`<ca>.pem`, `<ca>.key`).
-fn ca(dir: &Path, ca: &str) {
-    let (key, pem, subj) = (format!("{ca}.key"), format!("{ca}.pem"), format!("/CN={ca}"));
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &pem,
-            "-days",
-            "2",
-            "-subj",
-            &subj,
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ],
-    );
-}
-
 /// The broker's certificate for 127.0.0.1 and localhost signed by `ca`, and the PEM keystore
 /// Kafka reads (`broker-keystore.pem`: the PKCS#8 key, then the certificate).
 fn broker_keystore(dir: &Path, ca: &str) -> PathBuf {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            "broker.key",
-            "-out",
-            "broker.csr",
-            "-subj",
-            "/CN=broker",
-        ],
-    );
-    std::fs::write(dir.join("broker.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n")
-        .unwrap();
-    let (ca_pem, ca_key) = (format!("{ca}.pem"), format!("{ca}.key"));
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "broker.csr",
-            "-CA",
-            &ca_pem,
-            "-CAkey",
-            &ca_key,
-            "-CAcreateserial",
-            "-out",
-            "broker.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "broker.ext",
-        ],
-    );
+    leaf(dir, ca, "broker", "IP:127.0.0.1,DNS:localhost");
     let key = std::fs::read_to_string(dir.join("broker.key")).unwrap();
     assert!(key.contains("BEGIN PRIVATE KEY"), "Kafka's PEM keystore wants a PKCS#8 key: {key}");
     let keystore = dir.join("broker-keystore.pem");

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 use sinkhole_faults::process::{ProcessId, RunState};
-use sinkhole_rig::install::flink;
+use sinkhole_install::flink;
 
 fn dist() -> flink::FlinkDist {
     flink::ensure(flink::DEFAULT_FLINK, flink::DEFAULT_CONNECTOR, &mut |l| eprintln!("setup: {l}"))

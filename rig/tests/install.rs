@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sinkhole_rig::install::{self, DistSource, InstallError, InstallOutcome};
+use sinkhole_install::{DistSource, InstallError, InstallOutcome};
 
 fn fresh_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sinkhole-install-it-{name}-{}", std::process::id()));
@@ -20,14 +20,14 @@ fn fresh_dir(name: &str) -> PathBuf {
 #[test]
 fn install_from_maven_central() {
     let cache = fresh_dir("cache");
-    std::env::set_var(install::CACHE_ENV, &cache);
-    std::env::remove_var(install::MAVEN_REPO_ENV);
-    assert_eq!(install::cache_root(), cache);
+    std::env::set_var(sinkhole_install::CACHE_ENV, &cache);
+    std::env::remove_var(sinkhole_install::MAVEN_REPO_ENV);
+    assert_eq!(sinkhole_install::cache_root(), cache);
 
     // 1. a fresh install
     let mut lines = Vec::new();
     let started = Instant::now();
-    let outcome = install::install("4.4.0", &mut |l| {
+    let outcome = sinkhole_install::install("4.4.0", &mut |l| {
         eprintln!("setup: {l}");
         lines.push(l.to_string());
     })
@@ -44,12 +44,12 @@ fn install_from_maven_central() {
     assert_eq!(dist.home, cache.join("kafka").join("4.4.0"));
     assert!(dist.lib_dir.join("kafka_2.13-4.4.0.jar").is_file());
     // Kafka 4.x uses slf4j-api 1.7, so the slf4j 1.x binding, and only that one
-    let lib = |name: &str| dist.lib_dir.join(name.replace("{}", install::LOG4J_VERSION));
+    let lib = |name: &str| dist.lib_dir.join(name.replace("{}", sinkhole_install::LOG4J_VERSION));
     assert!(dist.lib_dir.join("slf4j-api-1.7.36.jar").is_file());
     assert!(lib("log4j-slf4j-impl-{}.jar").is_file());
     assert!(lib("log4j-core-{}.jar").is_file() && lib("log4j-api-{}.jar").is_file());
     assert!(!lib("log4j-slf4j2-impl-{}.jar").exists());
-    assert!(dist.home.join(install::MARKER_FILE).is_file());
+    assert!(dist.home.join(sinkhole_install::MARKER_FILE).is_file());
     let log4j = std::fs::read_to_string(dist.log4j_config()).expect("log4j2 config");
     assert!(log4j.contains("SYSTEM_OUT") && log4j.contains("kafka.request.logger"));
     assert!(cache.join("kafka").join("4.4.0.install.log").is_file());
@@ -64,7 +64,7 @@ fn install_from_maven_central() {
     // 2. the classpath runs Kafka's storage tool
     let out = Command::new(dist.java())
         .arg(format!("-Dlog4j2.configurationFile={}", dist.log4j_config().display()))
-        .args(["-cp", &dist.classpath(), install::STORAGE_TOOL_CLASS, "random-uuid"])
+        .args(["-cp", &dist.classpath(), sinkhole_install::STORAGE_TOOL_CLASS, "random-uuid"])
         .output()
         .expect("run java");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -72,18 +72,18 @@ fn install_from_maven_central() {
     // the id is the last line (log4j may log a line before it)
     let id = stdout.lines().last().unwrap_or("").trim();
     assert_eq!(id.len(), 22, "not a Kafka uuid: {stdout:?}");
-    assert!(install::is_kafka_uuid(id), "{id}");
+    assert!(sinkhole_install::is_kafka_uuid(id), "{id}");
 
     // 3. a second install does nothing, quickly
     let started = Instant::now();
-    let again = install::install("4.4.0", &mut |l| eprintln!("setup: {l}")).expect("second install");
+    let again = sinkhole_install::install("4.4.0", &mut |l| eprintln!("setup: {l}")).expect("second install");
     let took = started.elapsed();
     eprintln!("already-installed check took {took:?}");
     assert!(matches!(&again, InstallOutcome::AlreadyInstalled { dist: d } if *d == dist), "{again:?}");
     assert!(took < Duration::from_millis(500), "{took:?}");
-    assert_eq!(install::installed_versions(), ["4.4.0"]);
-    assert_eq!(install::resolve(Some("4.4.0"), None).unwrap(), dist);
-    assert_eq!(install::ensure("4.4.0", &mut |_| {}).unwrap(), dist);
+    assert_eq!(sinkhole_install::installed_versions(), ["4.4.0"]);
+    assert_eq!(sinkhole_install::resolve(Some("4.4.0"), None).unwrap(), dist);
+    assert_eq!(sinkhole_install::ensure("4.4.0", &mut |_| {}).unwrap(), dist);
 
     // 4. a damaged install is noticed by resolve and repaired by install; two concurrent
     //    installs of the same version take turns, and the second reuses the first's work
@@ -94,20 +94,20 @@ fn install_from_maven_central() {
         .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("kafka-clients-"))
         .unwrap();
     std::fs::remove_file(&clients).unwrap();
-    let err = install::resolve(Some("4.4.0"), None).unwrap_err();
+    let err = sinkhole_install::resolve(Some("4.4.0"), None).unwrap_err();
     assert!(matches!(err, InstallError::NotInstalled { incomplete: Some(_), .. }), "{err}");
     eprintln!("damaged: {err}");
     let racers: Vec<_> = (0..2)
-        .map(|i| std::thread::spawn(move || install::install("4.4.0", &mut |l| eprintln!("setup[{i}]: {l}"))))
+        .map(|i| std::thread::spawn(move || sinkhole_install::install("4.4.0", &mut |l| eprintln!("setup[{i}]: {l}"))))
         .collect();
     let outcomes: Vec<InstallOutcome> = racers.into_iter().map(|t| t.join().unwrap().expect("reinstall")).collect();
     let installed = outcomes.iter().filter(|o| matches!(o, InstallOutcome::Installed { .. })).count();
     assert_eq!(installed, 1, "{outcomes:?}");
     assert!(clients.is_file());
-    assert_eq!(install::resolve(Some("4.4.0"), None).unwrap(), dist);
+    assert_eq!(sinkhole_install::resolve(Some("4.4.0"), None).unwrap(), dist);
 
     // 5. a version that Maven Central does not have
-    let err = install::install("9.9.9", &mut |l| eprintln!("setup: {l}")).unwrap_err();
+    let err = sinkhole_install::install("9.9.9", &mut |l| eprintln!("setup: {l}")).unwrap_err();
     eprintln!("9.9.9: {err}");
     assert!(matches!(err, InstallError::UnknownVersion { .. }), "{err}");
     assert!(err.to_string().starts_with(
@@ -116,7 +116,7 @@ fn install_from_maven_central() {
     assert!(err.is_bad_input());
     assert!(!cache.join("kafka").join("9.9.9").exists());
     assert!(cache.join("kafka").join("9.9.9.install.log").is_file());
-    let err = install::resolve(Some("9.9.9"), None).unwrap_err();
+    let err = sinkhole_install::resolve(Some("9.9.9"), None).unwrap_err();
     assert!(err.to_string().contains("run `sinkhole setup --kafka 9.9.9`"), "{err}");
 
     // 6. KAFKA_HOME wins over the version, and is checked
@@ -124,7 +124,7 @@ fn install_from_maven_central() {
     for jar in ["kafka_2.13-4.5.0-SNAPSHOT.jar", "kafka-clients-4.5.0-SNAPSHOT.jar"] {
         touch(&home.join("libs").join(jar));
     }
-    let fake = install::resolve(Some("4.4.0"), Some(&home)).expect("resolve KAFKA_HOME");
+    let fake = sinkhole_install::resolve(Some("4.4.0"), Some(&home)).expect("resolve KAFKA_HOME");
     assert_eq!(fake.version, "4.5.0-SNAPSHOT");
     assert_eq!(fake.source, DistSource::KafkaHome);
     assert_eq!(fake.lib_dir, home.join("libs"));
@@ -132,10 +132,10 @@ fn install_from_maven_central() {
     touch(&home.join("config").join("log4j2.yaml"));
     assert_eq!(fake.log4j_config(), home.join("config").join("log4j2.yaml"));
     let empty = fresh_dir("empty-home");
-    let err = install::resolve(None, Some(&empty)).unwrap_err();
+    let err = sinkhole_install::resolve(None, Some(&empty)).unwrap_err();
     assert!(matches!(err, InstallError::KafkaHomeNoLibs { .. }), "{err}");
     std::fs::create_dir_all(empty.join("libs")).unwrap();
-    let err = install::resolve(None, Some(&empty)).unwrap_err();
+    let err = sinkhole_install::resolve(None, Some(&empty)).unwrap_err();
     assert!(matches!(err, InstallError::KafkaHomeNoKafkaJar { .. }), "{err}");
 
     for d in [&cache, &home, &empty] {

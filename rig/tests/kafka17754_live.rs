@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
 use rdkafka::message::Message;
+use sinkhole_client::producer::{Bytes, InitOptions, ProducerConfig, ProducerError, TxnProducer};
+use sinkhole_client::wire::{Client, KafkaCode};
+use sinkhole_cluster::local::LocalCluster;
+use sinkhole_cluster::Cluster;
+use sinkhole_cluster::ClusterNodes;
 use sinkhole_faults::proxy::{Action, Frames, Match, Proxy, Rule};
-use sinkhole_rig::cluster::local::LocalCluster;
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::model::TxnProtocol;
-use sinkhole_workloads::producer::{Bytes, InitOptions, ProducerConfig, ProducerError, TxnProducer};
-use sinkhole_workloads::wire::{Client, KafkaCode};
+use sinkhole_model::TxnProtocol;
 
 const PARTITIONS: i32 = 2;
 /// The producer's request timeout (Java's `request.timeout.ms`), short so

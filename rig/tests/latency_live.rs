@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use serde_json::Value;
-use sinkhole_rig::latency::{self, Metric};
+use sinkhole_checker::latency::{self, Metric};
 
 const SCENARIO: &str = "\
 name: latency-small

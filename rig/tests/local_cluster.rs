@@ -8,30 +8,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::init_producer_id::InitProducerIdParams;
+use sinkhole_cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_cluster::{ClusterNodes, NodeAction};
 use sinkhole_faults::process::RunState;
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
-use sinkhole_rig::cluster::{Cluster, NodeAction};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::init_producer_id::InitProducerIdParams;
-
-fn quick_client() -> ClientConfig {
-    ClientConfig {
-        request_timeout: Duration::from_secs(2),
-        retry_deadline: Duration::from_secs(2),
-        ..ClientConfig::default()
-    }
-}
-
-fn params(tid: &str) -> InitProducerIdParams {
-    InitProducerIdParams {
-        transactional_id: Some(tid.to_string()),
-        transaction_timeout_ms: 60_000,
-        producer_id: -1,
-        producer_epoch: -1,
-        enable_2pc: false,
-        keep_prepared_txn: false,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_coordinator_moves_on_kill_node_rejoins_pause_freezes() {
@@ -56,7 +37,8 @@ async fn three_nodes_coordinator_moves_on_kill_node_rejoins_pause_freezes() {
 
     // The coordinator of a transactional id, loaded by a first InitProducerId.
     let tid = "sinkhole-it-coordinator";
-    let first = client.init_producer_id(&params(tid), None).await.expect("InitProducerId");
+    let first =
+        client.init_producer_id(&InitProducerIdParams::transactional(tid, 60_000), None).await.expect("InitProducerId");
     let coord = client.find_coordinator(tid).await.unwrap().node_id;
     assert_eq!(first.coordinator, coord);
     eprintln!("coordinator of {tid}: node {coord}");
@@ -69,18 +51,20 @@ async fn three_nodes_coordinator_moves_on_kill_node_rejoins_pause_freezes() {
 
     // FindCoordinator moves to another node, and that node serves the id.
     let t_kill = Instant::now();
-    let mut client = Client::connect(&cluster.bootstrap_list(), quick_client()).await.unwrap();
+    let mut client = Client::connect(&cluster.bootstrap_list(), common::quick_client()).await.unwrap();
     let moved_to = loop {
         assert!(t_kill.elapsed() < Duration::from_secs(60), "coordinator did not move within 60 s");
         match client.find_coordinator(tid).await {
-            Ok(b) if b.node_id != coord => match client.init_producer_id(&params(tid), None).await {
-                Ok(o) => {
-                    assert_eq!(o.producer_id, first.producer_id, "same id, same producer id");
-                    assert!(o.producer_epoch > first.producer_epoch, "epoch bumped by the new coordinator");
-                    break b.node_id;
+            Ok(b) if b.node_id != coord => {
+                match client.init_producer_id(&InitProducerIdParams::transactional(tid, 60_000), None).await {
+                    Ok(o) => {
+                        assert_eq!(o.producer_id, first.producer_id, "same id, same producer id");
+                        assert!(o.producer_epoch > first.producer_epoch, "epoch bumped by the new coordinator");
+                        break b.node_id;
+                    }
+                    Err(e) => eprintln!("InitProducerId on node {}: {e}", b.node_id),
                 }
-                Err(e) => eprintln!("InitProducerId on node {}: {e}", b.node_id),
-            },
+            }
             Ok(b) => eprintln!("coordinator still node {}", b.node_id),
             Err(e) => eprintln!("FindCoordinator: {e}"),
         }
@@ -93,7 +77,8 @@ async fn three_nodes_coordinator_moves_on_kill_node_rejoins_pause_freezes() {
     assert_eq!(effect.ready, Some(true), "{effect:?}");
     let new_pid = effect.new_pid.unwrap();
     assert_ne!(new_pid, killed_pid.pid);
-    let mut direct = Client::connect(&[cluster.node(coord).unwrap().bootstrap()], quick_client()).await.unwrap();
+    let mut direct =
+        Client::connect(&[cluster.node(coord).unwrap().bootstrap()], common::quick_client()).await.unwrap();
     let mut ids: Vec<i32> = direct.metadata(None).await.unwrap().brokers.iter().map(|b| b.node_id).collect();
     ids.sort();
     assert_eq!(ids, vec![1, 2, 3], "the restarted node sees the whole cluster");
@@ -106,15 +91,17 @@ async fn three_nodes_coordinator_moves_on_kill_node_rejoins_pause_freezes() {
     let effect = cluster.act(victim, NodeAction::Pause, Duration::from_secs(10)).await.unwrap();
     assert!(effect.signals[0].confirmed);
     assert_eq!(cluster.node(victim).unwrap().process.unwrap().state(), RunState::Stopped);
-    let frozen =
-        tokio::time::timeout(Duration::from_secs(5), Client::connect(std::slice::from_ref(&addr), quick_client()))
-            .await;
+    let frozen = tokio::time::timeout(
+        Duration::from_secs(5),
+        Client::connect(std::slice::from_ref(&addr), common::quick_client()),
+    )
+    .await;
     assert!(!matches!(frozen, Ok(Ok(_))), "a paused broker must not answer");
     let effect = cluster.act(victim, NodeAction::Resume, Duration::from_secs(10)).await.unwrap();
     assert!(effect.signals[0].confirmed);
     let t_resume = Instant::now();
     loop {
-        if Client::connect(std::slice::from_ref(&addr), quick_client()).await.is_ok() {
+        if Client::connect(std::slice::from_ref(&addr), common::quick_client()).await.is_ok() {
             break;
         }
         assert!(t_resume.elapsed() < Duration::from_secs(30), "resumed broker does not answer");
@@ -186,7 +173,7 @@ async fn a_restart_tells_the_node_is_down_after_the_old_jvm_exited_and_before_it
 /// its command line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_maps_the_class_data_archive_setup_made() {
-    use sinkhole_rig::cluster::local::cds::{self, Built, ClassArchive};
+    use sinkhole_cluster::local::cds::{self, Built, ClassArchive};
     let _turn = common::serial();
     let dist = common::dist("4.4.0");
     let path = match cds::build(&dist).await.expect("the archive is made or found") {

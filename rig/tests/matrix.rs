@@ -6,15 +6,14 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use sinkhole_rig::checker::Counts;
+use sinkhole_checker::verdict::{Cause, Outcome};
+use sinkhole_checker::Counts;
+use sinkhole_model::SinkMode;
 use sinkhole_rig::matrix::{
-    self, expand_cells, expand_inputs, prepare, render_html, render_junit, render_table, CellResult, CellStatus,
-    Matrix, MatrixArgs, Seeds, Totals,
+    self, expand_cells, expand_inputs, prepare, render_html, render_junit, render_table, Campaign, CellResult,
+    CellStatus, Matrix, MatrixArgs, Seeds,
 };
 use sinkhole_rig::results::summary::ModeSummary;
-use sinkhole_rig::scenario;
-use sinkhole_rig::verdict::Outcome;
-use sinkhole_workloads::model::SinkMode;
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
@@ -28,6 +27,9 @@ fn mode(m: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> Mod
     ModeSummary {
         mode: m,
         outcome,
+        words: String::new(),
+        // Inconclusive in these samples: the broker could not run the mode.
+        inconclusive_cause: (outcome == Outcome::Inconclusive).then_some(Cause::BrokerCannotRun),
         expected_met: match outcome {
             Outcome::Pass => Some(true),
             Outcome::Fail => Some(false),
@@ -63,23 +65,15 @@ fn cell(scenario: &str, kafka: &str, seed: u64, modes: Vec<ModeSummary>) -> Cell
 
 fn matrix(cells: Vec<CellResult>) -> Matrix {
     let mut m = Matrix {
-        matrix_id: "matrix-20261129T220000".into(),
-        dir: "/r/matrix-20261129T220000".into(),
-        started: "2026-11-29T22:00:00Z".into(),
-        finished: None,
         complete: true,
-        interrupted: false,
-        kafka: vec![],
         seeds: vec![1, 2],
-        modes: vec![],
-        fail_on_inconclusive: false,
-        library: vec![],
-        shard: None,
-        merged_from: vec![],
         cells,
-        totals: Totals::default(),
         wall_ms: 125_000,
-        exit_code: 0,
+        ..Matrix::new(
+            "matrix-20261129T220000".into(),
+            "/r/matrix-20261129T220000".into(),
+            "2026-11-29T22:00:00Z".into(),
+        )
     };
     m.refresh();
     m
@@ -119,7 +113,7 @@ fn sample() -> Matrix {
 
 #[test]
 fn cells_are_scenario_major_then_version_then_seed() {
-    let a = scenario::load(&data("matrix-tiny.yaml")).unwrap();
+    let a = sinkhole_scenario::load(&data("matrix-tiny.yaml")).unwrap();
     let mut b = a.clone();
     b.name = "other".into();
     b.cluster.kafka = "4.0.2".into();
@@ -177,9 +171,12 @@ fn validation_reports_every_problem_of_every_file_at_once() {
     std::fs::write(d.join("one.yaml"), good.replace("parallelism: 2", "parallelism: 0")).unwrap();
     std::fs::write(d.join("two.yaml"), good.replace("brokers: 1", "brokers: 1, racks: 2")).unwrap();
     let args = MatrixArgs {
-        inputs: vec![d.join("one.yaml"), d.join("two.yaml"), data("matrix-tiny.yaml"), "missing.yaml".into()],
+        campaign: Campaign {
+            inputs: vec![d.join("one.yaml"), d.join("two.yaml"), data("matrix-tiny.yaml"), "missing.yaml".into()],
+            kafka: vec!["4.4.0".into(), "four".into()],
+            ..Campaign::default()
+        },
         modes: vec!["legacy".into(), "flink".into()],
-        kafka: vec!["4.4.0".into(), "four".into()],
         ..MatrixArgs::default()
     };
     let problems = prepare(&args, 1).unwrap_err();
@@ -193,10 +190,13 @@ fn validation_reports_every_problem_of_every_file_at_once() {
 
     // Valid input: the cells, each with the modes `sinkhole run` would run.
     let args = MatrixArgs {
-        inputs: vec![data("matrix-tiny.yaml"), library("flip319-short-outage.yaml")],
+        campaign: Campaign {
+            inputs: vec![data("matrix-tiny.yaml"), library("flip319-short-outage.yaml")],
+            kafka: vec!["4.4.0".into()],
+            seeds: Seeds::Count { n: 2, base: Some(5) },
+            ..Campaign::default()
+        },
         modes: vec![],
-        kafka: vec!["4.4.0".into()],
-        seeds: Seeds::Count { n: 2, base: Some(5) },
         ..MatrixArgs::default()
     };
     let p = prepare(&args, 1).unwrap();
@@ -213,18 +213,29 @@ fn terminal_table_rows_scenarios_columns_modes() {
     let m = sample();
     let t = render_table(&m);
     let lines: Vec<&str> = t.lines().collect();
-    assert_eq!(lines[0], "scenario            | legacy         | twopc-inject | kip939       | at-least-once");
-    assert_eq!(lines[1], "--------------------|----------------|--------------|--------------|----------------");
-    assert_eq!(lines[2], "flip319 @4.4.0      | FAIL lost=4019 | pass         | inconclusive | -");
-    assert_eq!(lines[3], "kill-restore @4.4.0 | pass           | -            | -            | observed dup=12");
-    assert_eq!(lines[4], "kill-restore @4.0.2 | ERROR          | -            | -            | ERROR");
-    assert_eq!(lines[5], "flip319 @4.4.0 legacy: FAIL lost=4019 — expected clean, got 4019 lost");
-    assert!(t.contains("flip319 @4.4.0 kip939: inconclusive — the broker cannot run this mode"), "{t}");
-    assert!(t.contains("kill-restore @4.0.2: error — starting the cluster: broker 1 exited"), "{t}");
+    assert_eq!(
+        lines[..5],
+        [
+            "scenario            | legacy                     | twopc-inject     | kip939                                    | at-least-once",
+            "--------------------|----------------------------|------------------|-------------------------------------------|-------------------------------",
+            "flip319 @4.4.0      | LOST 4019 — expected clean | clean (expected) | inconclusive — broker cannot run the mode | -",
+            "kill-restore @4.4.0 | clean (expected)           | -                | -                                         | DUPLICATED 12 (no expectation)",
+            "kill-restore @4.0.2 | rig error                  | -                | -                                         | rig error",
+        ]
+    );
+    assert_eq!(lines[5], "flip319 @4.4.0 legacy: LOST 4019 — expected clean — expected clean, got 4019 lost");
     assert!(
-        t.contains("3 cells (2 done, 1 rig errors, 0 not run), 5 mode verdicts: 2 pass, 1 fail, 1 inconclusive, 1 observed; wall time 2m05s (1 inconclusive"),
+        t.contains(
+            "flip319 @4.4.0 kip939: inconclusive — broker cannot run the mode — the broker cannot run this mode"
+        ),
         "{t}"
     );
+    assert!(t.contains("kill-restore @4.0.2: error — starting the cluster: broker 1 exited"), "{t}");
+    assert!(
+        t.contains("3 cells (2 done, 1 rig errors, 0 not run), 5 mode verdicts: 2 as expected, 1 NOT as expected, 1 inconclusive, 1 observed; wall time 2m05s (1 inconclusive"),
+        "{t}"
+    );
+    assert!(!t.contains("pass"), "no word of comfort beside the lost records: {t}");
 
     // Several seeds of one scenario and version: the rows name the seed.
     let two = matrix(vec![
@@ -232,7 +243,10 @@ fn terminal_table_rows_scenarios_columns_modes() {
         cell("s", "4.4.0", 2, vec![mode(SinkMode::Legacy, Outcome::Pass, 0, 0, "ok")]),
     ]);
     let t = render_table(&two);
-    assert!(t.contains("s @4.4.0 seed 1 | pass") && t.contains("s @4.4.0 seed 2 | pass"), "{t}");
+    assert!(
+        t.contains("s @4.4.0 seed 1 | clean (expected)") && t.contains("s @4.4.0 seed 2 | clean (expected)"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -287,6 +301,8 @@ fn json_names_every_cell_and_mode() {
     assert_eq!(c0["run_id"], "flip319-20261129T220000-1");
     assert_eq!(c0["modes"][0]["mode"], "legacy");
     assert_eq!(c0["modes"][0]["outcome"], "fail");
+    assert_eq!(c0["modes"][0]["words"], "LOST 4019 — expected clean");
+    assert_eq!(c0["modes"][2]["inconclusive_cause"], "broker-cannot-run");
     assert_eq!(c0["modes"][0]["expected"], "clean");
     assert_eq!(c0["modes"][0]["expected_met"], false);
     assert_eq!(c0["modes"][0]["counts"]["lost"], 4019);
@@ -315,8 +331,14 @@ fn junit_one_case_per_scenario_version_seed_mode() {
     assert_eq!(x.matches("<testcase ").count(), x.matches("</testcase>").count());
     assert_eq!(x.matches("<testsuite ").count(), 3);
     assert!(x.contains(r#"<testcase classname="flip319" name="legacy @ kafka 4.4.0 seed 1" time="2.500">"#), "{x}");
-    assert!(x.contains(r#"<failure message="expected clean, got 4019 lost" type="expectation-not-met">"#), "{x}");
-    assert!(x.contains(r#"<skipped message="the broker cannot run this mode: UNSUPPORTED_VERSION (35)"/>"#), "{x}");
+    assert!(
+        x.contains(r#"<failure message="LOST 4019 — expected clean — expected clean, got 4019 lost" type="expectation-not-met">"#),
+        "{x}"
+    );
+    assert!(
+        x.contains(r#"<skipped message="inconclusive — broker cannot run the mode — the broker cannot run this mode: UNSUPPORTED_VERSION (35)"/>"#),
+        "{x}"
+    );
     assert!(x.contains(r#"<error message="starting the cluster: broker 1 exited" type="rig"/>"#), "{x}");
     assert!(x.contains(r#"<property name="run_id" value="kill-restore-20261129T220000-1"/>"#), "{x}");
     assert!(x.ends_with("</testsuites>\n"));
@@ -337,12 +359,158 @@ fn html_escapes_links_runs_and_colours_outcomes() {
     assert!(h.contains("<h2>Kafka 4.4.0</h2>") && h.contains("<h2>Kafka 4.0.2</h2>"));
     // Cells link to their run's report, relative to the matrix directory.
     assert!(h.contains(r#"<a href="../flip319-20261129T220000-1/report.html">"#), "{h}");
-    assert!(h.contains(r#"class="o fail""#) && h.contains("FAIL<small>lost=4019</small>"));
-    assert!(h.contains(r#"class="o pass""#) && h.contains(r#"class="o inconclusive""#));
-    assert!(h.contains(r#"class="o observed""#) && h.contains("observed<small>dup=12</small>"));
-    assert!(h.contains(r#"class="o error""#));
+    // Each cell in words, coloured by the outcome; the words and the reason on hover.
+    assert!(h.contains("class=\"o fail\" title=\"LOST 4019 — expected clean\nexpected: clean\n"), "{h}");
+    assert!(h.contains(">LOST 4019 — expected clean</a></td>"), "{h}");
+    assert!(h.contains(r#"class="o pass""#) && h.contains(">clean (expected)</a></td>"));
+    assert!(h.contains(r#"class="o inconclusive""#) && h.contains(">inconclusive — broker cannot run the mode</a>"));
+    assert!(h.contains(r#"class="o observed""#) && h.contains(">DUPLICATED 12 (no expectation)</a>"));
+    assert!(h.contains(r#"class="o error""#) && h.contains(">rig error</td>"));
+    assert!(h.contains("5 mode verdicts: 2 as expected, 1 NOT as expected, 1 inconclusive, 1 observed, 1 rig errors"));
     // Counts and the reason on hover.
     assert!(h.contains("1981 of 6000 committed; lost 4019, duplicated 0"), "{h}");
+}
+
+/// Three seeds of one scenario, twopc-inject failing on the second: a
+/// stable group and a flaky one.
+fn three_seeds() -> Matrix {
+    use Outcome::*;
+    use SinkMode::*;
+    let mut m = matrix(
+        (1..=3)
+            .map(|seed| {
+                let twopc = if seed == 2 { Fail } else { Pass };
+                cell(
+                    "share-delivery-limit",
+                    "4.4.0",
+                    seed,
+                    vec![
+                        mode(Legacy, Pass, 0, 0, "clean"),
+                        mode(TwopcInject, twopc, 2 * u64::from(twopc == Fail), 0, "x"),
+                    ],
+                )
+            })
+            .collect(),
+    );
+    m.seeds = vec![1, 2, 3];
+    for (i, c) in m.cells.iter_mut().enumerate() {
+        c.index = i;
+    }
+    m.refresh();
+    m
+}
+
+#[test]
+fn stability_in_the_table_the_page_and_one_line() {
+    let m = three_seeds();
+    let line = "stable 1 of 2 cells over 3 seeds; flaky: share-delivery-limit/twopc-inject@4.4.0 (2 as expected, 1 NOT as expected)";
+    assert_eq!(matrix::stability::summary_line(&m), line);
+    // The table: after the cells, one row per scenario @kafka, then the line.
+    let t = render_table(&m);
+    let tail: Vec<&str> = t.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
+    assert_eq!(
+        tail,
+        [
+            "",
+            "stability over 3 seeds      | legacy              | twopc-inject",
+            "----------------------------|---------------------|----------------------------------------",
+            "share-delivery-limit @4.4.0 | stable: as expected | FLAKY: 2 as expected, 1 NOT as expected",
+            line,
+        ],
+        "{t}"
+    );
+    // The page: the line, the flaky group outlined, each seed linking to its run.
+    let h = render_html(&m);
+    assert!(h.contains("<h2>Stability over seeds</h2>"), "{h}");
+    assert!(h.contains(&format!("<p class=\"stability flaky\">{line}</p>")), "{h}");
+    assert!(
+        h.contains(
+            r#"<td class="st st-flaky" title="share-delivery-limit/twopc-inject@4.4.0"><b>flaky: 2 as expected, 1 NOT as expected</b>"#
+        ),
+        "{h}"
+    );
+    assert!(
+        h.contains(r#"<td class="st st-stable" title="share-delivery-limit/legacy@4.4.0"><b>stable: as expected</b>"#),
+        "{h}"
+    );
+    assert!(
+        h.contains(r#"<span class="sd fail" title="seed 2: LOST 2 — expected clean"><a href="../share-delivery-limit-20261129T220000-2/report.html">2: LOST 2 — expected clean</a></span>"#),
+        "{h}"
+    );
+    // A seed whose cell did not run: no link, said so.
+    let mut partial = m.clone();
+    partial.cells[2] =
+        CellResult { status: CellStatus::Skipped, modes: vec![], run_id: None, dir: None, ..m.cells[2].clone() };
+    partial.refresh();
+    let h = render_html(&partial);
+    assert!(h.contains(r#"<span class="sd not-run" title="seed 3: not run">3: not run</span>"#), "{h}");
+    assert!(render_table(&partial).contains("| FLAKY: 1 as expected, 1 NOT as expected, 1 not run"));
+
+    // One seed: no stability table, the line says it was not measured.
+    let one = sample();
+    let t = render_table(&one);
+    assert!(!t.contains("stability over"), "{t}");
+    // (its cell on 4.0.2 did not start: no verdict for that one seed)
+    assert!(
+        t.ends_with("stability not measured: 7 cells over 1 seed each (one seed cannot disagree with itself; --seed-count N runs N); incomplete: kill-restore/legacy@4.0.2 (1 rig error), kill-restore/at-least-once@4.0.2 (1 rig error)\n"),
+        "{t}"
+    );
+    assert!(!render_html(&one).contains("<table class=\"stability\">"));
+}
+
+/// `sinkhole merge` of a campaign whose seeds disagree across the shards:
+/// the merged stability names the flaky group; `--fail-on-flaky` makes it
+/// exit 1, which it does not without the flag (pass against observed is no
+/// failure).
+#[test]
+fn merge_measures_stability_over_every_shards_seeds() {
+    use sinkhole_rig::matrix::merge;
+    let base = common::test_dir("merge-stability");
+    let mut full = three_seeds();
+    for c in &mut full.cells {
+        if c.seed == 2 {
+            c.modes[1] = mode(SinkMode::TwopcInject, Outcome::Observed, 0, 0, "no expectation");
+        }
+    }
+    full.refresh();
+    assert_eq!(full.exit_code, 0);
+    let dirs: Vec<PathBuf> = (1..=2)
+        .map(|i| {
+            let d = base.join(format!("shard-{i}"));
+            matrix::write_all(&shard_of(&full, i, 2, &d)).unwrap();
+            d
+        })
+        .collect();
+    let m = merge::merge_into(&dirs, &base.join("merged"), merge::MergePolicy::default()).unwrap();
+    assert_eq!(m.stability, full.stability);
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(base.join("merged/matrix.json")).unwrap()).unwrap();
+    assert_eq!(on_disk["stability"]["totals"]["flaky"], 1);
+    assert_eq!(on_disk["stability"]["groups"][1]["seeds"].as_array().unwrap().len(), 3);
+    let line =
+        "stable 1 of 2 cells over 3 seeds; flaky: share-delivery-limit/twopc-inject@4.4.0 (2 as expected, 1 observed)";
+    let merge_cli = |extra: &[&str], out: &str| {
+        std::process::Command::new(common::bin())
+            .arg("merge")
+            .args(extra)
+            .arg("--out")
+            .arg(base.join(out))
+            .args(&dirs)
+            .output()
+            .unwrap()
+    };
+    let o = merge_cli(&[], "cli");
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("{line}\n")),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let o = merge_cli(&["--fail-on-flaky"], "cli-strict");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1 scenario × mode × version cell is flaky over the seeds (--fail-on-flaky)"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
@@ -418,6 +586,18 @@ fn live_matrix_two_seeds() {
     assert!(stdout.contains("scenario") && stdout.contains("legacy") && stdout.contains("at-least-once"));
     assert!(stdout.contains("matrix-tiny @4.4.0 seed 11") && stdout.contains("matrix-tiny @4.4.0 seed 12"));
     assert!(stdout.contains("wall time"), "{stdout}");
+    // Stability over the two seeds: in matrix.json, the table and one line.
+    assert_eq!(m.stability.seeds, 2);
+    assert_eq!(m.stability.groups.len(), 2);
+    for g in &m.stability.groups {
+        assert_eq!(g.seeds.iter().map(|s| s.seed).collect::<Vec<_>>(), [11, 12]);
+        let outcomes: Vec<_> = m.cells.iter().map(|c| c.mode(g.mode).map(|s| s.outcome)).collect();
+        assert_eq!(g.seeds.iter().map(|s| s.outcome).collect::<Vec<_>>(), outcomes);
+    }
+    let line = matrix::stability::summary_line(&m);
+    assert!(line.starts_with(&format!("stable {} of 2 cells over 2 seeds", m.stability.totals.stable)), "{line}");
+    assert!(stdout.contains("stability over 2 seeds") && stdout.contains(&format!("{line}\n")), "{stdout}");
+    assert!(html.contains("<h2>Stability over seeds</h2>"), "{html}");
     // Without a terminal: plain progress lines.
     assert!(stderr.contains("matrix: [1/2] matrix-tiny @4.4.0 seed 11: starting"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -447,12 +627,14 @@ fn a_mode_the_rig_failed_is_an_error_everywhere() {
     assert_eq!((m.totals.error, m.totals.fail, m.exit_code), (1, 0, 3));
     assert!(m.cells[0].rig_failed() && m.cells[0].failed());
     let t = render_table(&m);
-    assert!(t.contains("s @4.4.0 | pass   | ERROR"), "{t}");
-    assert!(t.contains("1 pass, 0 fail, 0 inconclusive, 0 observed, 1 error (the rig failed);"), "{t}");
+    assert!(t.contains("s @4.4.0 | clean (expected) | rig error"), "{t}");
+    assert!(t.contains("1 as expected, 0 NOT as expected, 0 inconclusive, 0 observed, 1 rig error;"), "{t}");
     let x = render_junit(&m);
     assert!(
         x.contains(r#"errors="1""#)
-            && x.contains(r#"<error message="the rig failed: checking mode kip939: drain failed" type="rig"/>"#),
+            && x.contains(
+                r#"<error message="rig error — the rig failed: checking mode kip939: drain failed" type="rig"/>"#
+            ),
         "{x}"
     );
     assert!(render_html(&m).contains(r#"class="o error""#));
@@ -513,7 +695,7 @@ fn shards_merge_into_the_whole_and_refuse_what_does_not_fit() {
 
     // Merged: every cell in the unsharded order, the same totals and exit code.
     let out = base.join("merged");
-    let m = merge::merge_into(&[two.clone(), one.clone()], &out, false).unwrap();
+    let m = merge::merge_into(&[two.clone(), one.clone()], &out, merge::MergePolicy::default()).unwrap();
     assert_eq!(without_run(&m), without_run(&full));
     assert_eq!((m.totals, m.exit_code), (full.totals, full.exit_code));
     assert_eq!(m.wall_ms, 3000, "the sum of the shards' wall times");
@@ -521,11 +703,11 @@ fn shards_merge_into_the_whole_and_refuse_what_does_not_fit() {
     assert!(m.shard.is_none() && m.complete);
     let on_disk: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).unwrap()).unwrap();
-    assert_eq!(on_disk["git_commit"], sinkhole_rig::provenance::GIT_COMMIT);
+    assert_eq!(on_disk["git_commit"], sinkhole_base::provenance::GIT_COMMIT);
     assert_eq!(std::fs::read_to_string(out.join("junit.xml")).unwrap(), render_junit(&m));
     assert!(std::fs::read_to_string(out.join("matrix.html")).unwrap().contains("merged from 2 shards"));
 
-    let refused = |dirs: &[PathBuf]| match merge::merge_into(dirs, &base.join("never"), false) {
+    let refused = |dirs: &[PathBuf]| match merge::merge_into(dirs, &base.join("never"), merge::MergePolicy::default()) {
         Err(Ok(problems)) => problems.join("\n"),
         Err(Err(e)) => panic!("a failure, not bad input: {e:#}"),
         Ok(_) => panic!("merged {dirs:?}"),
@@ -559,7 +741,7 @@ fn shards_merge_into_the_whole_and_refuse_what_does_not_fit() {
     let text = std::fs::read_to_string(&p).unwrap();
     std::fs::write(
         &p,
-        text.replacen(sinkhole_rig::provenance::GIT_COMMIT, "0000000000000000000000000000000000000000", 1),
+        text.replacen(sinkhole_base::provenance::GIT_COMMIT, "0000000000000000000000000000000000000000", 1),
     )
     .unwrap();
     let all = refused(&[one.clone(), other_rig]);
@@ -590,9 +772,12 @@ fn shards_merge_into_the_whole_and_refuse_what_does_not_fit() {
 fn shards_take_every_cell_once_whatever_the_count() {
     let inputs = vec![data("matrix-tiny.yaml"), data("shard-tiny.yaml"), library("flip319-short-outage.yaml")];
     let args = MatrixArgs {
-        inputs,
-        kafka: vec!["4.4.0".into(), "4.0.2".into()],
-        seeds: Seeds::List(vec![1, 2]),
+        campaign: Campaign {
+            inputs,
+            kafka: vec!["4.4.0".into(), "4.0.2".into()],
+            seeds: Seeds::List(vec![1, 2]),
+            ..Campaign::default()
+        },
         ..MatrixArgs::default()
     };
     let whole = prepare(&args, 0).unwrap();
@@ -615,7 +800,11 @@ fn shards_take_every_cell_once_whatever_the_count() {
         assert_eq!(seen, want, "{n} shards");
     }
     // Shards need the seeds named: a random one would differ per shard.
-    let random = MatrixArgs { seeds: Seeds::default(), shard: Some(matrix::Shard { index: 1, count: 2 }), ..args };
+    let random = MatrixArgs {
+        campaign: Campaign { seeds: Seeds::default(), ..args.campaign.clone() },
+        shard: Some(matrix::Shard { index: 1, count: 2 }),
+        ..args
+    };
     assert!(prepare(&random, 0).unwrap_err().join("\n").contains("name the seeds"));
 }
 
@@ -688,5 +877,27 @@ fn live_shards_merged_equal_the_unsharded_matrix() {
     }
     let junit = std::fs::read_to_string(dir.join("merged").join("junit.xml")).unwrap();
     assert_eq!(junit.matches("<testcase ").count(), 3);
+    // Each shard saw some of the seeds; the merge sees the three, as the
+    // whole did (the same outcomes, from other runs, whose counts and so
+    // words may differ).
+    let mut whole_stability = w.stability.clone();
+    for (g, merged) in whole_stability.groups.iter_mut().zip(&m.stability.groups) {
+        for (s, t) in g.seeds.iter_mut().zip(&merged.seeds) {
+            s.run_id.clone_from(&t.run_id);
+            s.words.clone_from(&t.words);
+        }
+    }
+    assert_eq!(m.stability, whole_stability);
+    assert_eq!(m.stability.totals.stable, 1);
+    let line = "stable 1 of 1 cells over 3 seeds";
+    for o in [&whole, &merged] {
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(&format!("{line}\n")),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    let shard_line = "stable 1 of 1 cells over 2 seeds (shard 1/2: its own seeds of each cell";
+    assert!(String::from_utf8_lossy(&s1.stdout).contains(shard_line), "{}", String::from_utf8_lossy(&s1.stdout));
     let _ = std::fs::remove_dir_all(&dir);
 }

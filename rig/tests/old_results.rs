@@ -4,16 +4,22 @@
 //! again, keeps every fault record exactly as stored, and the report it
 //! re-renders shows the faults' evidence. No cluster is needed.
 //!
-//! The fault effects are typed (`sinkhole_rig::history::fault`): every effect
+//! The fault effects are typed (`sinkhole_history::fault`): every effect
 //! of the old run reads back into a known type, none as raw JSON, and
 //! serialises to exactly the JSON that was stored.
+//!
+//! The run predates the verdict's words: its rows and verdicts get them from
+//! what they hold, and the check writes them.
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::files::{copy_dir, read_json};
 use serde_json::Value;
-use sinkhole_rig::history::fault::{End, FaultRecord, Start};
+use sinkhole_checker::verdict::Verdict;
+use sinkhole_history::fault::{End, FaultRecord, Start};
+use sinkhole_rig::results::summary::Summary;
 
 fn fixture() -> PathBuf {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/old-results");
@@ -24,22 +30,6 @@ fn fixture() -> PathBuf {
         .collect();
     assert_eq!(runs.len(), 1, "one run under {}", base.display());
     runs.into_iter().next().unwrap()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// What a fault record says: its name, kind, whether it fired and was
@@ -62,7 +52,7 @@ fn an_old_run_is_checked_the_same_and_its_evidence_is_shown() {
     let src = fixture();
     let dir = common::test_dir("old-results").join(src.file_name().unwrap());
     copy_dir(&src, &dir);
-    let stored_summary = json(&src.join("summary.json"));
+    let stored_summary = read_json(&src.join("summary.json"));
     let modes: Vec<String> =
         stored_summary["modes"].as_array().unwrap().iter().map(|m| m["mode"].as_str().unwrap().to_string()).collect();
     assert_eq!(modes, ["legacy", "twopc-inject"]);
@@ -74,8 +64,8 @@ fn an_old_run_is_checked_the_same_and_its_evidence_is_shown() {
     assert!(!stderr.contains("report.html not rewritten"), "{stderr}");
 
     for mode in &modes {
-        let before = json(&src.join(mode).join("verdict.json"));
-        let after = json(&dir.join(mode).join("verdict.json"));
+        let before = read_json(&src.join(mode).join("verdict.json"));
+        let after = read_json(&dir.join(mode).join("verdict.json"));
         for key in ["outcome", "expected_met", "reason", "counts", "uncommitted_tail", "job"] {
             assert_eq!(after[key], before[key], "{mode}: {key}");
         }
@@ -92,16 +82,32 @@ fn an_old_run_is_checked_the_same_and_its_evidence_is_shown() {
             assert_eq!(serde_json::to_value(r).unwrap()["effect"], fault(&before, &r.name)["effect"], "{}", r.name);
         }
     }
-    let summary = json(&dir.join("summary.json"));
+    let summary = read_json(&dir.join("summary.json"));
     for (a, b) in stored_summary["modes"].as_array().unwrap().iter().zip(summary["modes"].as_array().unwrap()) {
         assert_eq!((&a["outcome"], &a["counts"], &a["reason"]), (&b["outcome"], &b["counts"], &b["reason"]));
     }
+
+    // The words: none stored; made from the old files as they are, then written by the check.
+    let words = ["LOST 306, UNCOMMITTED TAIL (no expectation)", "clean (expected)"];
+    let old: Summary = serde_json::from_value(stored_summary.clone()).unwrap();
+    for ((row, mode), want) in old.modes.iter().zip(&modes).zip(words) {
+        assert!(row.words.is_empty(), "{mode}: the fixture predates the words");
+        assert_eq!(row.words(), want, "{mode}: from the old row");
+        let v: Verdict = serde_json::from_value(read_json(&src.join(mode).join("verdict.json"))).unwrap();
+        assert!(v.words.is_empty(), "{mode}");
+        assert_eq!(v.words(), want, "{mode}: from the old verdict");
+        assert_eq!(read_json(&dir.join(mode).join("verdict.json"))["words"], want, "{mode}: written by the check");
+    }
+    let written: Vec<&Value> = summary["modes"].as_array().unwrap().iter().map(|m| &m["words"]).collect();
+    assert_eq!(written, words, "summary.json");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("| LOST 306, UNCOMMITTED TAIL (no expectation)\n"), "{table}");
 
     // The re-rendered report shows each kind of evidence, as the stored
     // effects state it.
     let report = std::fs::read_to_string(dir.join("report.html")).expect("report.html rewritten by the check");
     for mode in &modes {
-        let v = json(&dir.join(mode).join("verdict.json"));
+        let v = read_json(&dir.join(mode).join("verdict.json"));
         // The role the killed node held (the restart states it too, in its end record).
         let kill = &fault(&v, "kill-coordinator")["effect"]["start"]["role"]["statement"];
         let statement = kill.as_str().unwrap_or_else(|| panic!("{mode}: a role statement: {kill}"));
@@ -134,5 +140,8 @@ fn an_old_run_is_checked_the_same_and_its_evidence_is_shown() {
         assert!(states.iter().all(|s| *s == want), "{mode}: {states:?}");
     }
     assert!(report.contains("proxy: matched 1, dropped 1, delayed 0, errors injected 0, connections reset 0"));
+    for w in words {
+        assert!(report.contains(&format!(">{w}</td>")), "the report's verdict table says {w:?}");
+    }
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }

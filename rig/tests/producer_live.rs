@@ -1,4 +1,4 @@
-//! The transactional producer (`sinkhole_workloads::producer`) against a
+//! The transactional producer (`sinkhole_client::producer`) against a
 //! real 1-node Kafka 4.4.0 with 2PC and unstable API versions enabled and a
 //! 500 ms timeout-abort scan. Visibility is checked with an rdkafka
 //! `read_committed` consumer. Broker answers that differ between Kafka
@@ -14,13 +14,11 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::message::{Headers, Message};
-use sinkhole_rig::cluster::local::LocalCluster;
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::model::TxnProtocol;
-use sinkhole_workloads::producer::{
-    Bytes, InitOptions, ProducerConfig, ProducerError, StateKind, TxnProducer, TxnState,
-};
-use sinkhole_workloads::wire::KafkaCode;
+use sinkhole_client::producer::{Bytes, InitOptions, ProducerConfig, ProducerError, StateKind, TxnProducer, TxnState};
+use sinkhole_client::wire::KafkaCode;
+use sinkhole_cluster::local::LocalCluster;
+use sinkhole_cluster::ClusterNodes;
+use sinkhole_model::TxnProtocol;
 
 const PARTITIONS: i32 = 3;
 
@@ -126,7 +124,7 @@ async fn transactional_producer_against_kafka_4_4_0() {
     let servers = cluster.bootstrap_list();
     let bootstrap = cluster.bootstrap();
 
-    let mut admin = sinkhole_workloads::wire::Client::connect(&servers, Default::default()).await.unwrap();
+    let mut admin = sinkhole_client::wire::Client::connect(&servers, Default::default()).await.unwrap();
     let new_topic = |name: &str| unique(&format!("sinkhole-producer-{name}"));
     let mut topics = Vec::new();
     for name in ["v2", "v1", "abort", "legacy", "flip319", "twopc", "keep", "bench", "idem"] {
@@ -386,9 +384,9 @@ async fn transactional_producer_against_kafka_4_4_0() {
     }
     p.flush().await.unwrap();
     let tail =
-        || vec![sinkhole_rig::checker::UncommittedTail { partition: 0, position: 0, high_watermark: 5, open: vec![] }];
+        || vec![sinkhole_checker::UncommittedTail { partition: 0, position: 0, high_watermark: 5, open: vec![] }];
     let mut tails = tail();
-    sinkhole_rig::checker::open_txn::explain(&servers, &t_open, &mut tails).await;
+    sinkhole_checker::open_txn::explain(&servers, &t_open, &mut tails).await;
     println!("(j) open: {:?}", tails[0].open);
     assert_eq!(tails[0].open.len(), 1, "{tails:?}");
     let o = &tails[0].open[0];
@@ -401,7 +399,7 @@ async fn transactional_producer_against_kafka_4_4_0() {
     let mut tails = tail();
     for _ in 0..100 {
         tails = tail();
-        sinkhole_rig::checker::open_txn::explain(&servers, &t_open, &mut tails).await;
+        sinkhole_checker::open_txn::explain(&servers, &t_open, &mut tails).await;
         assert!(tails[0].open.iter().all(|o| !o.hanging), "an abort under way is not hanging: {tails:?}");
         if tails[0].open.is_empty() {
             break;

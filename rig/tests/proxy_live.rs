@@ -12,12 +12,12 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
+use sinkhole_client::producer::{InitOptions, ProducerConfig, TxnProducer};
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::KafkaCode;
+use sinkhole_cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_cluster::{Cluster, ClusterNodes, NodeAction};
 use sinkhole_faults::proxy::{Action, Frames, ListenerKind, Match, Peer, PeerGroup, Rule};
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
-use sinkhole_rig::cluster::{Cluster, NodeAction};
-use sinkhole_workloads::producer::{InitOptions, ProducerConfig, TxnProducer};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::KafkaCode;
 
 fn admin_config() -> ClientConfig {
     ClientConfig {

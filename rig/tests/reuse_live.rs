@@ -8,11 +8,11 @@ mod common;
 
 use std::time::Duration;
 
+use sinkhole_client::producer::{Bytes, InitOptions, ProducerConfig, TxnProducer};
+use sinkhole_cluster::local::LocalCluster;
+use sinkhole_cluster::{Cluster, ClusterNodes, NodeAction};
 use sinkhole_faults::proxy::{Action, Match, Rule};
-use sinkhole_rig::cluster::local::LocalCluster;
-use sinkhole_rig::cluster::{Cluster, NodeAction};
 use sinkhole_rig::run::reuse::health;
-use sinkhole_workloads::producer::{Bytes, InitOptions, ProducerConfig, TxnProducer};
 
 #[tokio::test]
 async fn a_cluster_is_handed_on_only_when_healthy() {
@@ -24,7 +24,7 @@ async fn a_cluster_is_handed_on_only_when_healthy() {
 
     // A transaction left open: not handed on, and the id is named.
     let servers = cluster.bootstrap_list();
-    let mut admin = sinkhole_workloads::wire::Client::connect(&servers, Default::default()).await.unwrap();
+    let mut admin = sinkhole_client::wire::Client::connect(&servers, Default::default()).await.unwrap();
     admin.create_topic("sinkhole-reuse", 1, 1, &[]).await.unwrap();
     let cfg = ProducerConfig {
         request_timeout: Duration::from_secs(10),

@@ -6,10 +6,10 @@
 //! own types — by flipping, deleting and duplicating bytes and lines and by
 //! swapping numbers for huge, negative and non-numbers. Each damaged input
 //! goes to the reader a user's file would reach:
-//! - `scenario::from_str` (and the rendering of its error);
-//! - `history::parse` (the one reader), then the index and the counter on what it read;
-//! - `checker::store::{decode, read, for_each}` for `drained.bin`, then the counter;
-//! - `checker::recheck` on a directory with a damaged `drained.partitions.json`.
+//! - `sinkhole_scenario::from_str` (and the rendering of its error);
+//! - `sinkhole_history::parse` (the one reader), then the index and the counter on what it read;
+//! - `sinkhole_checker::store::{decode, read, for_each}` for `drained.bin`, then the counter;
+//! - `sinkhole_checker::recheck` on a directory with a damaged `drained.partitions.json`.
 //!
 //! The checked-in old run (`tests/fixtures/old-results/`) gives a real
 //! history and drain as more seeds.
@@ -27,10 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use sinkhole_rig::checker::{self, store, DrainedRecord, Expected, HistoryIndex, PartitionDrain};
-use sinkhole_rig::history;
-use sinkhole_rig::scenario;
-use sinkhole_workloads::model::{CommitOutcome, Committable, Event, EventKind, SinkMode, Source, TxnProtocol};
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_checker::{store, DrainedRecord, Expected, HistoryIndex, PartitionDrain};
+use sinkhole_model::{CommitOutcome, Committable, Event, EventKind, SinkMode, Source, TxnProtocol};
 
 // ---------------------------------------------------------------- allocations
 
@@ -407,7 +406,7 @@ fn real_run() -> RealRun {
     let dir = run.join("legacy");
     let verdict: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("verdict.json")).unwrap()).unwrap();
-    let s = scenario::load(&run.join("scenario.yaml")).unwrap();
+    let s = sinkhole_scenario::load(&run.join("scenario.yaml")).unwrap();
     RealRun {
         history: std::fs::read_to_string(dir.join("history.jsonl")).unwrap(),
         drained: std::fs::read(dir.join(store::FILE_NAME)).unwrap(),
@@ -687,7 +686,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// A scenario, however damaged, loads or is refused with problems that render.
 fn load_scenario(text: &str, name: &str) {
-    match scenario::from_str(text, name) {
+    match sinkhole_scenario::from_str(text, name) {
         Ok(_) => {}
         Err(e) => {
             let shown = e.render();
@@ -723,19 +722,19 @@ fn damaged_histories_are_errors_not_panics() {
     let events = history_seed();
     let text: String = events.iter().map(|e| serde_json::to_string(e).unwrap() + "\n").collect();
     // The seed itself reads back whole, and counts what it should.
-    let h = history::parse(&text, Path::new("history.jsonl")).unwrap();
+    let h = sinkhole_history::parse(&text, Path::new("history.jsonl")).unwrap();
     assert_eq!(h.events, events);
     let (recs, parts) = drain_seed();
-    let clean = checker::check(&expected(), &recs, &HistoryIndex::from_events(&h.events), &parts);
+    let clean = sinkhole_checker::check(&expected(), &recs, &HistoryIndex::from_events(&h.events), &parts);
     assert_eq!((clean.counts.lost, clean.counts.duplicated, clean.counts.unexpected), (10, 2, 1), "{:?}", clean.counts);
     let recs = std::sync::Arc::new(recs);
     let parts = std::sync::Arc::new(parts);
     let check =
         |damaged: String, recs: std::sync::Arc<Vec<DrainedRecord>>, parts: std::sync::Arc<Vec<PartitionDrain>>| {
-            move || match history::parse(&damaged, Path::new("history.jsonl")) {
+            move || match sinkhole_history::parse(&damaged, Path::new("history.jsonl")) {
                 Ok(h) => {
                     let index = HistoryIndex::from_events(&h.events);
-                    let r = checker::check(&expected(), &recs, &index, &parts);
+                    let r = sinkhole_checker::check(&expected(), &recs, &index, &parts);
                     assert_eq!(r.counts.expected, 2 * PER_SUBTASK);
                 }
                 Err(e) => assert!(e.to_string().starts_with("history.jsonl:"), "{e}"),
@@ -795,9 +794,9 @@ fn damaged_histories_are_errors_not_panics() {
         let (recs, parts, exp) = (recs.clone(), parts.clone(), exp.clone());
         cases.push(Case {
             label: format!("fixture history seed {seed:#x} ({})", how.join(", ")),
-            run: Box::new(move || match history::parse(&damaged, Path::new("history.jsonl")) {
+            run: Box::new(move || match sinkhole_history::parse(&damaged, Path::new("history.jsonl")) {
                 Ok(h) => {
-                    checker::check(&exp, &recs, &HistoryIndex::from_events(&h.events), &parts);
+                    sinkhole_checker::check(&exp, &recs, &HistoryIndex::from_events(&h.events), &parts);
                 }
                 Err(e) => assert!(e.to_string().starts_with("history.jsonl:"), "{e}"),
             }),
@@ -832,7 +831,7 @@ fn damaged_drains_are_errors_not_panics() {
             run: Box::new(move || {
                 let in_memory = store::decode(&damaged);
                 if let Ok(recs) = &in_memory {
-                    checker::check(&expected(), recs, &index, &parts);
+                    sinkhole_checker::check(&expected(), recs, &index, &parts);
                 }
                 let path = dir.join(store::FILE_NAME);
                 std::fs::write(&path, &damaged).unwrap();
@@ -854,7 +853,7 @@ fn damaged_drains_are_errors_not_panics() {
                     let e = e.to_string();
                     assert!(e.contains(store::BAD_MAGIC) || e.contains(" at byte "), "names the offset: {e}");
                 }
-                let _ = checker::recheck(&dir, &expected(), Some(&hist));
+                let _ = sinkhole_checker::recheck(&ModeDir::at(&dir), &expected(), Some(&hist));
             }),
         });
     }
@@ -862,7 +861,7 @@ fn damaged_drains_are_errors_not_panics() {
     let real = real_run();
     let real_fields = length_fields(&real.drained);
     let real_index = std::sync::Arc::new(HistoryIndex::from_events(
-        &history::parse(&real.history, Path::new("history.jsonl")).unwrap().events,
+        &sinkhole_history::parse(&real.history, Path::new("history.jsonl")).unwrap().events,
     ));
     let real_parts = std::sync::Arc::new(real.partitions);
     for i in 0..300u64 {
@@ -873,7 +872,7 @@ fn damaged_drains_are_errors_not_panics() {
             label: format!("fixture drained.bin seed {seed:#x} ({})", how.join(", ")),
             run: Box::new(move || {
                 if let Ok(recs) = store::decode(&damaged) {
-                    checker::check(&exp, &recs, &index, &parts);
+                    sinkhole_checker::check(&exp, &recs, &index, &parts);
                 }
             }),
         });
@@ -896,7 +895,7 @@ fn damaged_drain_positions_are_errors_not_panics() {
     let ppath = dir.join(store::PARTITIONS_FILE);
     store::write_partitions(&ppath, &parts).unwrap();
     let text = std::fs::read(&ppath).unwrap();
-    let clean = checker::recheck(&dir, &expected(), Some(&hist)).unwrap();
+    let clean = sinkhole_checker::recheck(&ModeDir::at(&dir), &expected(), Some(&hist)).unwrap();
     assert_eq!(clean.counts.uncommitted_tail, 1);
     let mut cases = Vec::new();
     for i in 0..600u64 {
@@ -908,7 +907,7 @@ fn damaged_drain_positions_are_errors_not_panics() {
             label: format!("drained.partitions.json seed {seed:#x} ({})", how.join(", ")),
             run: Box::new(move || {
                 std::fs::write(&ppath, &damaged).unwrap();
-                match checker::recheck(&dir, &expected(), Some(&hist)) {
+                match sinkhole_checker::recheck(&ModeDir::at(&dir), &expected(), Some(&hist)) {
                     Ok(r) => assert_eq!(r.records_read, 73),
                     Err(e) => assert!(e.to_string().contains(store::PARTITIONS_FILE), "names the file: {e}"),
                 }
@@ -935,8 +934,8 @@ fn a_huge_random_schedule_window_is_refused_or_stays_small() {
     let failures = run_cases(vec![Case {
         label: "random-mix.yaml with end_ms: 4294967295".into(),
         run: Box::new(move || {
-            if let Ok(s) = scenario::from_str(&text, "random-mix.yaml") {
-                let r = sinkhole_rig::scenario::schedule::resolve(&s, 7);
+            if let Ok(s) = sinkhole_scenario::from_str(&text, "random-mix.yaml") {
+                let r = sinkhole_scenario::schedule::resolve(&s, 7);
                 assert!(r.faults.len() <= 10_000, "{} faults generated", r.faults.len());
             }
         }),

@@ -12,16 +12,17 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sinkhole_rig::checker::{self, CheckSpec, Expected};
-use sinkhole_rig::cluster::local::{LocalCluster, LocalSpec};
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_rig::history::{self, JobOutcome};
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_checker::{CheckSpec, Expected};
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_cluster::Cluster;
+use sinkhole_history::JobOutcome;
+use sinkhole_model::{EventKind, Partitioning, SinkMode};
 use sinkhole_rig::runner::{run_mode, ModeRun};
-use sinkhole_rig::scenario::{
-    Brokers, ClusterSpec, Fault, FaultSpec, JobSpec, NamedTarget, Scenario, Target, TopicSpec, When, Workers,
+use sinkhole_scenario::{
+    Brokers, ClusterSpec, Fault, FaultSpec, JobSpec, NamedTarget, Scenario, Target, Timing, TopicSpec, When, Workers,
 };
-use sinkhole_workloads::model::{EventKind, Partitioning, SinkMode};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
 
 #[tokio::test]
 async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_once() {
@@ -100,12 +101,13 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
             run_id: "runner-it".into(),
             mode: SinkMode::Legacy,
             scenario: &scenario,
-            dir: mode_dir.clone(),
+            dir: ModeDir::at(&mode_dir),
             topic: topic.into(),
             tid_prefix: format!("runner-it-{}", std::process::id()),
             sinkhole_bin: common::bin(),
             seed: 1,
             progress: true,
+            timing: Timing::of(&scenario),
         },
         cluster.as_mut(),
     )
@@ -121,7 +123,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
     assert_eq!(outcome.faults[1].effect.to_value()["start"]["coordinator"]["node"], 1);
     assert_eq!(outcome.faults[1].effect.to_value()["end"]["effect"]["signals"][0]["signal"], "SIGCONT");
 
-    let events = history::read(&outcome.history).unwrap().events;
+    let events = sinkhole_history::read(&outcome.history).unwrap().events;
     assert!(events
         .iter()
         .any(|e| e.kind == EventKind::Restarting { attempt: 1, from_checkpoint: Some(2), delay_ms: 100 }));
@@ -131,12 +133,12 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
     assert!(mode_dir.join("logs/worker-0.log").exists());
     assert!(mode_dir.join("workers/worker-0-attempt-1.json").exists());
 
-    let report = checker::check_mode(&CheckSpec {
+    let report = sinkhole_checker::check_mode(&CheckSpec {
         bootstrap: cluster.bootstrap(),
         topic: topic.into(),
         expected: Expected { run_id: "runner-it".into(), parallelism: 2, records_per_subtask: 3_000 },
         history: Some(outcome.history.clone()),
-        dir: mode_dir.clone(),
+        dir: ModeDir::at(&mode_dir),
         timeout: Duration::from_secs(60),
     })
     .await

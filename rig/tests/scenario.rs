@@ -2,8 +2,8 @@
 //! gets one error naming the file, the line and the field.
 use std::path::PathBuf;
 
-use sinkhole_rig::scenario::{self, ExpectWord, Expectation, FaultKind, Problem, When};
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_model::SinkMode;
+use sinkhole_scenario::{ExpectWord, Expectation, FaultKind, Problem, When};
 
 fn scenarios_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
@@ -42,7 +42,7 @@ fn with_line(line: usize, text: &str) -> String {
 }
 
 fn problems(text: &str) -> Vec<Problem> {
-    match scenario::from_str(text, "bad.yaml") {
+    match sinkhole_scenario::from_str(text, "bad.yaml") {
         Ok(s) => panic!("accepted: {s:?}"),
         Err(e) => {
             eprintln!("{}", e.render());
@@ -67,14 +67,14 @@ fn one(text: &str, line: u64, field: &str, needle: &str) -> Problem {
 
 #[test]
 fn the_good_one_loads() {
-    let s = scenario::from_str(GOOD, "good.yaml").expect("valid");
+    let s = sinkhole_scenario::from_str(GOOD, "good.yaml").expect("valid");
     assert_eq!(s.modes, vec![SinkMode::Legacy, SinkMode::Kip939]);
     assert_eq!(s.faults[0].when, When::CheckpointPersisted(3));
 }
 
 #[test]
 fn shipped_scenarios_load() {
-    let long = scenario::load(&scenarios_dir().join("flip319-long-outage.yaml")).expect("long outage");
+    let long = sinkhole_scenario::load(&scenarios_dir().join("flip319-long-outage.yaml")).expect("long outage");
     // `4.4.0` looks like a float to YAML 1.1 readers: it must stay a string.
     assert_eq!(long.cluster.kafka, "4.4.0");
     assert_eq!(long.job.transaction_timeout_ms, 5000);
@@ -85,10 +85,10 @@ fn shipped_scenarios_load() {
         long.cluster.broker_config["transaction.abort.timed.out.transaction.cleanup.interval.ms"].to_string(),
         "500"
     );
-    let short = scenario::load(&scenarios_dir().join("flip319-short-outage.yaml")).expect("short outage");
+    let short = sinkhole_scenario::load(&scenarios_dir().join("flip319-short-outage.yaml")).expect("short outage");
     assert!(short.faults[0].duration_ms.unwrap() < short.job.transaction_timeout_ms as u64);
     assert!(short.expect.values().all(|e| *e == Expectation::Word(ExpectWord::Clean)));
-    let kr = scenario::load(&scenarios_dir().join("kill-restore.yaml")).expect("kill-restore");
+    let kr = sinkhole_scenario::load(&scenarios_dir().join("kill-restore.yaml")).expect("kill-restore");
     assert_eq!(kr.modes.len(), 5);
     assert!(kr.faults.iter().any(|f| f.kind == FaultKind::BrokerRestart));
     assert!(kr.faults.iter().filter(|f| f.kind == FaultKind::KillWorkers).count() >= 2);
@@ -97,7 +97,7 @@ fn shipped_scenarios_load() {
 
 #[test]
 fn a_missing_file_names_the_file() {
-    let e = scenario::load(std::path::Path::new("/no/such/scenario.yaml")).unwrap_err();
+    let e = sinkhole_scenario::load(std::path::Path::new("/no/such/scenario.yaml")).unwrap_err();
     assert!(e.to_string().contains("/no/such/scenario.yaml"), "{e}");
 }
 
@@ -270,7 +270,7 @@ fn alias_bombs_are_stopped() {
         ));
         prev = c;
     }
-    let e = scenario::from_str(&t, "bomb.yaml").unwrap_err();
+    let e = sinkhole_scenario::from_str(&t, "bomb.yaml").unwrap_err();
     assert_eq!(e.problems().len(), 1, "{e}");
 }
 
@@ -324,7 +324,7 @@ fn every_shipped_scenario_validates() {
         if !matches!(path.extension().and_then(|x| x.to_str()), Some("yaml" | "yml")) {
             continue;
         }
-        if let Err(e) = scenario::load(&path) {
+        if let Err(e) = sinkhole_scenario::load(&path) {
             panic!("{} does not validate:\n{}", path.display(), e.render());
         }
         n += 1;
@@ -353,7 +353,7 @@ fn the_new_fault_kinds_load() {
   - {kind: broker-pause, target: {txn-coordinator: 1}, when: {at_ms: 100}, duration_ms: 1000}
   - {kind: rolling-restart, when: {checkpoint_notified: 4}}",
     );
-    let s = scenario::from_str(&t, "new.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    let s = sinkhole_scenario::from_str(&t, "new.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!(s.faults.len(), 17);
     assert_eq!(s.faults[12].kind, FaultKind::CoordinatorCrash);
 }
@@ -384,7 +384,7 @@ fn parameter_of_another_kind() {
     let t = with_fault("  - kind: broker-kill\n    target: [1]\n    frames: request\n    when: {at_ms: 1000}");
     one(&t, 19, "faults[0].frames", "protocol-drop, protocol-delay, protocol-error");
     let t = with_fault("  - kind: rolling-restart\n    target: [1]\n    when: {at_ms: 1000}");
-    scenario::from_str(&with_fault("  - {kind: rolling-restart, target: all, when: {at_ms: 1}}"), "r.yaml")
+    sinkhole_scenario::from_str(&with_fault("  - {kind: rolling-restart, target: all, when: {at_ms: 1}}"), "r.yaml")
         .expect("all is every broker");
     one(&t, 18, "faults[0].target", "rolling-restart does not take target");
     let t = with_fault("  - kind: coordinator-crash\n    when: {after_checkpoint_persisted: 2}\n    duration_ms: 10");
@@ -462,7 +462,7 @@ fn after_ms_goes_with_event_triggers_only() {
     let ok = with_fault(
         "  - kind: kill-workers\n    when: {checkpoint_acked: {checkpoint: 2, subtask: 1}}\n    after_ms: 500",
     );
-    let s = scenario::from_str(&ok, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    let s = sinkhole_scenario::from_str(&ok, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!(s.faults.last().unwrap().after_ms, Some(500));
 }
 
@@ -499,7 +499,7 @@ fn image_without_containers() {
     let t = GOOD.replace("  kafka: 4.4.0\n", "  kafka: 4.4.0\n  image: sinkhole/kafka:4.4.0\n");
     one(&t, 5, "cluster.image", "containers");
     let t = GOOD.replace("  kafka: 4.4.0\n", "  kafka: 4.4.0\n  backend: containers\n  image: sinkhole/kafka:4.4.0\n");
-    scenario::from_str(&t, "c.yaml").expect("an image with the containers backend");
+    sinkhole_scenario::from_str(&t, "c.yaml").expect("an image with the containers backend");
 }
 
 #[test]
@@ -553,6 +553,51 @@ fn validate_command_reports_every_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `sinkhole validate --explain`: each mode's premises once resolved, the defaults with why,
+/// the scenario's own as its own, an empty entry as none; in text and in JSON.
+#[test]
+fn validate_explain_says_what_each_expectation_rests_on() {
+    let dir = std::env::temp_dir().join(format!("sinkhole-validate-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let bare = data.join("flip319-no-premise.yaml");
+    let text = std::fs::read_to_string(&bare).unwrap().replace("modes: [legacy]", "modes: [legacy, twopc-inject]")
+        + "  twopc-inject: clean\npremise:\n  twopc-inject: {}\n";
+    let off = dir.join("off.yaml");
+    std::fs::write(&off, text).unwrap();
+
+    let o = sinkhole(&["validate", "--explain", bare.to_str().unwrap(), off.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with("flip319-no-premise.yaml: ok (1 faults, modes legacy)"), "{out}");
+    assert_eq!(lines[1], "premises:");
+    assert!(lines[2].starts_with("  legacy  timeout_abort {checkpoint: 3}"), "{out}");
+    assert!(
+        lines[2]
+            .contains("default: job-outage-0 keeps the job down for 6000 ms, past the transaction timeout (3000 ms)"),
+        "{out}"
+    );
+    assert!(lines[3].ends_with("off.yaml: ok (1 faults, modes legacy, twopc-inject)"), "{out}");
+    assert!(lines[5].starts_with("  legacy        timeout_abort {checkpoint: 3}"), "{out}");
+    assert!(lines[6].starts_with("  twopc-inject  none") && lines[6].contains("not even the defaults"), "{out}");
+    assert!(lines[7].contains("the default would be outlives_timeout {checkpoint: 3}"), "{out}");
+    // Without --explain, as before.
+    let o = sinkhole(&["validate", bare.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+
+    let o = sinkhole(&["validate", "--explain", "--json", bare.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = &v[0]["premises"][0];
+    assert_eq!((p["mode"].as_str(), p["source"].as_str()), (Some("legacy"), Some("defaults")), "{v}");
+    assert_eq!(p["premises"][0]["premise"], "timeout_abort {checkpoint: 3}");
+    assert_eq!(p["premises"][0]["default"], true);
+    let o = sinkhole(&["validate", "--json", bare.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v[0].get("premises").is_none(), "only with --explain: {v}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `GOOD` with the flink-kafkasink mode and a flink section of `flink` (line 23).
 fn with_flink(flink: &str) -> String {
     GOOD.replace("modes: [legacy, kip939]", "modes: [legacy, kip939, flink-kafkasink]") + flink + "\n"
@@ -560,11 +605,12 @@ fn with_flink(flink: &str) -> String {
 
 #[test]
 fn flink_versions_naming_and_connector_jars_are_checked_at_their_field() {
-    let ok = scenario::from_str(&with_flink("flink: {version: 2.2.1, naming: POOLING, taskmanagers: 2}"), "f.yaml")
-        .unwrap_or_else(|e| panic!("{}", e.render()));
+    let ok =
+        sinkhole_scenario::from_str(&with_flink("flink: {version: 2.2.1, naming: POOLING, taskmanagers: 2}"), "f.yaml")
+            .unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!(ok.flink_spec().connector(), "5.0.0-2.2");
     // The defaults, without a section.
-    let d = scenario::from_str(&with_flink(""), "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    let d = sinkhole_scenario::from_str(&with_flink(""), "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!((d.flink_spec().version.as_str(), d.flink_spec().taskmanagers), ("2.2.1", 1));
     one(&with_flink("flink: {version: 2.9}"), 23, "flink.version", "three dot-separated numbers");
     one(
@@ -577,13 +623,13 @@ fn flink_versions_naming_and_connector_jars_are_checked_at_their_field() {
     one(&with_flink("flink: {version: 1.20.3, naming: POOLING}"), 23, "flink.naming", "no POOLING naming");
     one(&with_flink("flink: {taskmanagers: 3}"), 23, "flink.taskmanagers", "some would run no subtask");
     // FLINK-40689's precondition: an epoch the InitProducerId driver can stop on.
-    let e = scenario::from_str(&with_flink("flink: {naming: POOLING, drive_epoch: 32765}"), "f.yaml")
+    let e = sinkhole_scenario::from_str(&with_flink("flink: {naming: POOLING, drive_epoch: 32765}"), "f.yaml")
         .unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!(e.flink_spec().drive_epoch, Some(32765));
     one(&with_flink("flink: {drive_epoch: 32766}"), 23, "flink.drive_epoch", "would rotate the producer id");
     one(&with_flink("flink: {drive_epoch: 0}"), 23, "flink.drive_epoch", "use 1 to 32765");
     // FLINK-40626's setting: a downscaled resubmission, a checkpoint held pending.
-    let r = scenario::from_str(
+    let r = sinkhole_scenario::from_str(
         &with_flink(
             "flink: {naming: POOLING, resubmit_parallelism: 1, slow_snapshot: {subtask: 0, checkpoint: 4, ms: 5000}}",
         ),
@@ -615,15 +661,15 @@ fn flink_versions_naming_and_connector_jars_are_checked_at_their_field() {
     // A known bug's failure: job-failed with the cause it must name.
     let t = with_flink("flink: {naming: POOLING}")
         .replace("expect:\n", "expect:\n  flink-kafkasink: {job_failed: InvalidPidMappingException}\n");
-    let s = scenario::from_str(&t, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
-    assert!(s.expect[&sinkhole_workloads::model::SinkMode::FlinkKafkasink].wants_failure());
+    let s = sinkhole_scenario::from_str(&t, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    assert!(s.expect[&sinkhole_model::SinkMode::FlinkKafkasink].wants_failure());
     let p = problems(&with_flink("flink: {naming: pooled}"));
     assert_eq!(p[0].field, "flink.naming", "{p:?}");
     let dir = std::env::temp_dir().join(format!("sinkhole-scenario-jar-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("notes.jar"), b"PK\x03\x04 nothing of Flink's").unwrap();
     let t = with_flink("flink: {connector_jar: notes.jar}");
-    let e = scenario::from_str(&t, dir.join("s.yaml").to_str().unwrap()).unwrap_err();
+    let e = sinkhole_scenario::from_str(&t, dir.join("s.yaml").to_str().unwrap()).unwrap_err();
     let p = &e.problems()[0];
     assert_eq!((p.line, p.field.as_str()), (23, "flink.connector_jar"), "{p}");
     assert!(p.message.contains("not a flink-connector-kafka jar") && p.message.contains("KafkaSink.class"), "{p}");
@@ -636,7 +682,7 @@ fn flink_workers_are_the_taskmanagers_and_then_the_jobmanager() {
     let t = with_flink("flink: {taskmanagers: 1}")
         .replace("  - kind: job-outage\n", "  - kind: kill-workers\n    target: [1]\n")
         .replace("    duration_ms: 12000\n", "");
-    scenario::from_str(&t, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    sinkhole_scenario::from_str(&t, "f.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
     let t = t.replace("target: [1]", "target: [2]");
     let p = problems(&t);
     assert!(p[0].message.contains("worker 2 does not exist (valid: 0..=1)"), "{p:?}");
@@ -649,11 +695,12 @@ fn with_source(source: &str) -> String {
 
 #[test]
 fn a_share_group_source_loads_with_its_defaults() {
-    let s = scenario::from_str(&with_source("{type: share-group, ack: before-commit, lock_ms: 4000}"), "s.yaml")
-        .expect("valid");
+    let s =
+        sinkhole_scenario::from_str(&with_source("{type: share-group, ack: before-commit, lock_ms: 4000}"), "s.yaml")
+            .expect("valid");
     let sh = s.share_source().expect("a share-group source");
     assert_eq!((sh.ack.name(), sh.batch, sh.lock_ms, sh.partitions), ("before-commit", 500, 4000, 2));
-    assert!(scenario::from_str(GOOD, "g.yaml").unwrap().share_source().is_none());
+    assert!(sinkhole_scenario::from_str(GOOD, "g.yaml").unwrap().share_source().is_none());
 }
 
 #[test]
@@ -683,15 +730,16 @@ fn share_group_triggers_and_targets_need_a_share_group_source() {
     let acked =
         GOOD.replace("when: {after_checkpoint_persisted: 3}", "when: {acknowledged: {subtask: 0, checkpoint: 3}}");
     one(&acked, 18, "faults[0].when.acknowledged", "share-group source's event");
-    let s = scenario::from_str(&format!("{acked}source: {{type: share-group}}\n"), "s.yaml").expect("valid with one");
+    let s = sinkhole_scenario::from_str(&format!("{acked}source: {{type: share-group}}\n"), "s.yaml")
+        .expect("valid with one");
     assert_eq!(s.faults[0].when, When::Acknowledged { subtask: 0, checkpoint: Some(3) });
     let committed = GOOD.replace("when: {after_checkpoint_persisted: 3}", "when: {committed: {subtask: 1}}");
-    let s = scenario::from_str(&committed, "c.yaml").expect("committed is any job's event");
+    let s = sinkhole_scenario::from_str(&committed, "c.yaml").expect("committed is any job's event");
     assert_eq!(s.faults[0].when, When::Committed { subtask: 1, checkpoint: None });
     let gc = GOOD
         .replace("kind: job-outage", "kind: broker-kill\n    target: group-coordinator")
         .replace("duration_ms: 12000", "duration_ms: 2000");
     one(&gc, 18, "faults[0].target", "add source: {type: share-group}");
     let ok = format!("{gc}source: {{type: share-group, lock_ms: 5000}}\n");
-    scenario::from_str(&ok, "gc.yaml").expect("group-coordinator with a share-group source");
+    sinkhole_scenario::from_str(&ok, "gc.yaml").expect("group-coordinator with a share-group source");
 }

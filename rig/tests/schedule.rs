@@ -3,8 +3,8 @@
 //! the window, and every generated fault is a valid scenario fault.
 use std::collections::BTreeSet;
 
-use sinkhole_rig::scenario::schedule::{self, Resolved};
-use sinkhole_rig::scenario::{self, FaultKind, Mix, Scenario, When};
+use sinkhole_scenario::schedule::{self, Resolved};
+use sinkhole_scenario::{FaultKind, Mix, Scenario, When};
 
 fn scenario_text(mix: &str, brokers: usize, extra_cluster: &str) -> String {
     format!(
@@ -35,7 +35,7 @@ schedule:
 }
 
 fn load(text: &str) -> Scenario {
-    scenario::from_str(text, "sched.yaml").unwrap_or_else(|e| panic!("{}", e.render()))
+    sinkhole_scenario::from_str(text, "sched.yaml").unwrap_or_else(|e| panic!("{}", e.render()))
 }
 
 /// The scenario with the resolved faults in place of the schedule, through
@@ -45,7 +45,7 @@ fn revalidate(s: &Scenario, r: &Resolved) {
     t.faults = r.faults.clone();
     t.schedule = None;
     let yaml = serde_saphyr::to_string(&t).unwrap();
-    let back = scenario::from_str(&yaml, "resolved.yaml").unwrap_or_else(|e| panic!("{}\n{yaml}", e.render()));
+    let back = sinkhole_scenario::from_str(&yaml, "resolved.yaml").unwrap_or_else(|e| panic!("{}\n{yaml}", e.render()));
     assert_eq!(back.faults, r.faults);
 }
 
@@ -153,7 +153,8 @@ fn schedule_json_holds_the_seed_and_the_faults_in_yaml_names() {
     let r = schedule::resolve(&s, 11);
     let dir = std::env::temp_dir().join(format!("sinkhole-sched-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = schedule::write(&dir, &r).unwrap();
+    let path = schedule::write(&sinkhole_base::rundir::RunDir::at(&dir), &r).unwrap();
+    assert_eq!(path, dir.join("schedule.json"));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(v["seed"], 11);
     assert_eq!(v["mix"], "network");
@@ -200,10 +201,17 @@ fn schedule_command_replays_by_seed() {
     assert_ne!(a.stdout, c.stdout);
     let r: Resolved = serde_json::from_slice(&a.stdout).unwrap();
     assert_eq!(r, schedule::resolve(&load(&scenario_text("all", 3, "")), 42));
+    // Beside the schedule, each mode's premises as a run with that seed resolves them.
+    let j: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    assert_eq!(j["premises"][0]["mode"], "legacy", "{j}");
+    assert_eq!(j["premises"][0]["source"], "none", "no expectation, nothing rests on anything: {j}");
 
     let t = sinkhole(&["schedule", f, "--seed", "42"]);
     let text = String::from_utf8_lossy(&t.stdout);
-    let lines: Vec<&str> = text.lines().collect();
+    let (faults, premises) = text.split_once("premises:\n").expect("the premises follow the faults");
+    assert_eq!(premises.lines().count(), 2, "one line per mode: {premises}");
+    assert!(premises.lines().all(|l| l.contains("none") && l.contains("no expectation")), "{premises}");
+    let lines: Vec<&str> = faults.lines().collect();
     assert!(lines[0].starts_with("seed 42, mix all, 1 explicit + "), "{text}");
     assert_eq!(lines.len(), 1 + r.faults.len(), "{text}");
     assert!(lines[1].starts_with("at 1000 ms") && lines[1].contains("kill-first") && lines[1].contains("target [0]"));

@@ -14,12 +14,13 @@ use bytes::Bytes;
 use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use kafka_protocol::messages::AlterUserScramCredentialsRequest;
 use kafka_protocol::protocol::StrBytes;
-use sinkhole_rig::cluster::local::LocalCluster;
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::scram::{salted_password, Hash};
-use sinkhole_workloads::wire::security::{Mechanism, Protocol, Security};
-use sinkhole_workloads::wire::{Connection, SaslPlain};
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::scram::{salted_password, Hash};
+use sinkhole_client::wire::security::{Mechanism, Protocol, ResolveSecurity, Security};
+use sinkhole_client::wire::{Connection, SaslPlain};
+use sinkhole_cluster::local::LocalCluster;
+use sinkhole_cluster::Cluster;
+use sinkhole_cluster::ClusterNodes;
 
 const PASSWORD: &str = "scram-Pw-7f3e";
 

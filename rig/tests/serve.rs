@@ -14,22 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::files::copy_dir;
 use serde_json::Value;
 
 const RUN_A: &str = "old-results-20261201T105322-7";
 const RUN_B: &str = "old-results-20261202T080000-8";
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
 
 fn edit_json(path: &Path, f: impl FnOnce(&mut Value)) {
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -63,19 +52,9 @@ fn results(base: &Path) -> PathBuf {
     let summary: sinkhole_rig::results::summary::Summary =
         serde_json::from_str(&std::fs::read_to_string(root.join(RUN_A).join("summary.json")).unwrap()).unwrap();
     let mut m = sinkhole_rig::matrix::Matrix {
-        matrix_id: "matrix-20261201T105000".into(),
-        dir: root.join("matrix-20261201T105000"),
-        started: "2026-12-01T10:50:00Z".into(),
         finished: Some("2026-12-01T11:10:00Z".into()),
         complete: true,
-        interrupted: false,
-        kafka: vec![],
         seeds: vec![7],
-        modes: vec![],
-        fail_on_inconclusive: false,
-        library: vec![],
-        shard: None,
-        merged_from: vec![],
         cells: vec![sinkhole_rig::matrix::CellResult {
             index: 0,
             scenario: summary.scenario.clone(),
@@ -92,9 +71,12 @@ fn results(base: &Path) -> PathBuf {
             cluster_reused_from: None,
             cluster_fresh_because: None,
         }],
-        totals: Default::default(),
         wall_ms: 1_200_000,
-        exit_code: 0,
+        ..sinkhole_rig::matrix::Matrix::new(
+            "matrix-20261201T105000".into(),
+            root.join("matrix-20261201T105000"),
+            "2026-12-01T10:50:00Z".into(),
+        )
     };
     m.refresh();
     sinkhole_rig::matrix::write_all(&m).unwrap();
@@ -176,8 +158,16 @@ fn the_browser_over_http() {
     let (pa, pb) =
         (b.find(&format!(">{RUN_A}<")).expect("run A listed"), b.find(&format!(">{RUN_B}<")).expect("run B"));
     assert!(pb < pa, "newest first");
-    assert!(b.contains(r#"<span class="o observed">legacy: observed</span>"#), "{b}");
-    assert!(b.contains(r#"<span class="o fail">twopc-inject: fail</span>"#), "run B's twopc-inject failed: {b}");
+    // Each mode's verdict in words, coloured by the outcome, the reason on hover.
+    assert!(b.contains(r#"<span class="o observed" title="no expectation: 194 of 500 committed"#), "{b}");
+    assert!(b.contains(">legacy: LOST 306, UNCOMMITTED TAIL (no expectation)</span>"), "{b}");
+    assert!(
+        b.contains(r#"<span class="o fail" title="expected lost &gt;0, got 0"#),
+        "run B's twopc-inject failed: {b}"
+    );
+    assert!(b.contains(">twopc-inject: clean — expected lost&gt;0</span>"), "{b}");
+    assert!(b.contains(">twopc-inject: clean (expected)</span>"), "{b}");
+    assert!(b.contains("<th>as expected</th><th>NOT as expected</th>"), "{b}");
     assert!(b.contains("2026-12-02T08:00:00Z") && b.contains("<td>4.4.0</td>"), "{b}");
     assert!(b.contains(r#"href="/matrix-20261201T105000/matrix.html""#), "{b}");
     assert!(b.contains(&format!("href=\"/{RUN_A}/report.html\"")));
@@ -204,7 +194,7 @@ fn the_browser_over_http() {
     assert!(m.body.contains(&format!("../{RUN_A}/report.html")), "the matrix's relative links resolve here too");
     let summary = get(a, &format!("/{RUN_B}/summary.json"));
     let v: Value = serde_json::from_str(&summary.body).unwrap();
-    assert_eq!(v["git_commit"], sinkhole_rig::provenance::GIT_COMMIT);
+    assert_eq!(v["git_commit"], sinkhole_base::provenance::GIT_COMMIT);
 
     // The diff: counts with their difference, p99 per metric, faults side by side.
     let d = get(a, &format!("/-/diff?a={RUN_A}&b={RUN_B}"));
@@ -212,8 +202,8 @@ fn the_browser_over_http() {
     for needle in [
         "<h2 id=\"mode-twopc-inject\">twopc-inject</h2>",
         "<th>lost</th>",
-        "<span class=\"o pass\">twopc-inject: pass</span>",
-        "<span class=\"o fail\">twopc-inject: fail</span>",
+        ">twopc-inject: clean (expected)</span>",
+        ">twopc-inject: clean — expected lost&gt;0</span>",
         "Latency p99 (µs)",
         "987654",
         "<th>kill-coordinator</th>",

@@ -22,10 +22,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use kafka_protocol::messages::ApiKey;
 use rdkafka::config::ClientConfig as RdConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use sinkhole_rig::cluster::Cluster;
+use sinkhole_client::wire::share_fetch::{AcquireMode, ACK_ACCEPT};
+use sinkhole_client::wire::{Client, ClientConfig};
+use sinkhole_cluster::ClusterNodes;
 use sinkhole_workloads::share::{ShareConsumer, ShareConsumerConfig, ShareRecord};
-use sinkhole_workloads::wire::share_fetch::{AcquireMode, ACK_ACCEPT};
-use sinkhole_workloads::wire::{Client, ClientConfig};
 
 mod common;
 
@@ -51,16 +51,16 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
-async fn cluster() -> (Option<sinkhole_rig::cluster::local::LocalCluster>, Vec<String>) {
+async fn cluster() -> (Option<sinkhole_cluster::local::LocalCluster>, Vec<String>) {
     if let Ok(v) = std::env::var("SINKHOLE_TEST_BOOTSTRAP") {
         return (None, v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
     }
-    let mut spec = sinkhole_rig::cluster::local::LocalSpec::new(common::dist("4.4.0"), 1, common::test_dir("share"));
+    let mut spec = sinkhole_cluster::local::LocalSpec::new(common::dist("4.4.0"), 1, common::test_dir("share"));
     spec.remove_dir_on_teardown = true;
     for (k, v) in SHARE_BROKER_CONFIG {
         spec.broker_config.insert(k.to_string(), v.to_string());
     }
-    let c = sinkhole_rig::cluster::local::LocalCluster::start(spec).await.expect("1-node cluster starts");
+    let c = sinkhole_cluster::local::LocalCluster::start(spec).await.expect("1-node cluster starts");
     let b = c.bootstrap_list();
     (Some(c), b)
 }

@@ -8,7 +8,7 @@
 //!   duplicated;
 //! - a stall past two locks at the lowest delivery limit: the group archives
 //!   records (seen by the sampler while the job ran) and hands none out a
-//!   third time;
+//!   third time, and the default premises (`delivery_limit`, `redelivery`) held;
 //! - no fault: clean, and the group's own view ends with lag 0.
 mod common;
 
@@ -128,4 +128,14 @@ fn the_delivery_limit_archives_what_a_stall_kept_past_two_locks() {
     assert_eq!(s["max_delivery_count"], 2, "nothing was handed out past the limit: {s}");
     assert!(s["archived_while_running"].as_u64().unwrap() > 0, "{s}");
     assert!(!s["archived_ranges"].as_array().unwrap().is_empty(), "{s}");
+    // The expectation rests on the group's reaction, by default: both premises held, with evidence.
+    let v = r.verdict();
+    let held: Vec<(&str, &str)> = v["premises"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["premise"].as_str().unwrap(), p["held"].as_str().unwrap()))
+        .collect();
+    assert_eq!(held, [("delivery_limit", "met"), ("redelivery", "met")], "{v}");
+    assert!(v["premises"][0]["evidence"].as_str().unwrap().contains("of limit 2"), "{v}");
 }

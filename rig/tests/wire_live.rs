@@ -13,8 +13,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_protocol::messages::ApiKey;
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::wire::{Client, ClientConfig, InitProducerIdParams, KafkaCode};
+use sinkhole_client::wire::{Client, ClientConfig, InitProducerIdParams, KafkaCode};
+use sinkhole_cluster::ClusterNodes;
 
 const TWO_PC_CONFIG: &str = "transaction.two.phase.commit.enable";
 
@@ -38,7 +38,7 @@ async fn wire_client_against_a_live_broker() {
     let servers = match external_bootstrap() {
         Some(s) => s,
         None => {
-            let c = sinkhole_rig::cluster::local::LocalCluster::start(common::two_pc_spec("wire"))
+            let c = sinkhole_cluster::local::LocalCluster::start(common::two_pc_spec("wire"))
                 .await
                 .expect("1-node cluster starts");
             let b = c.bootstrap_list();

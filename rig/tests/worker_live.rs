@@ -29,14 +29,14 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{ClientConfig as RdConfig, Offset, TopicPartitionList};
-use sinkhole_rig::cluster::local::LocalCluster;
-use sinkhole_rig::cluster::Cluster;
-use sinkhole_workloads::control::{Channel, ChannelReader, ChannelWriter};
-use sinkhole_workloads::model::{
+use sinkhole_client::wire::{Client, ClientConfig};
+use sinkhole_cluster::local::LocalCluster;
+use sinkhole_cluster::ClusterNodes;
+use sinkhole_model::{
     record, CommitOutcome, EventKind, FromWorker, PartitionRegistration, Partitioning, SinkMode, SubtaskState,
     ToWorker, WorkerConfig,
 };
-use sinkhole_workloads::wire::{Client, ClientConfig};
+use sinkhole_workloads::control::{Channel, ChannelReader, ChannelWriter};
 use tokio::net::UnixListener;
 use tokio::process::{Child, Command};
 

@@ -161,7 +161,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Committable, FromWorker, SubtaskState, ToWorker, TxnProtocol};
+    use sinkhole_model::{Committable, FromWorker, SubtaskState, ToWorker, TxnProtocol};
 
     #[tokio::test]
     async fn round_trip_both_ways() {

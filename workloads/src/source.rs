@@ -8,7 +8,7 @@
 //! resuming from checkpointed offsets). The checker relies on that: a record
 //! seen twice is a duplicate, not two records.
 //!
-//! Headers (names in [`crate::model::record`]) are UTF-8 text: run id,
+//! Headers (names in [`sinkhole_model::record`]) are UTF-8 text: run id,
 //! subtask and seq in decimal, produce time in Unix microseconds, and the
 //! transactional id of the transaction that carries the record (added by the
 //! sink, which is the only one that knows it).
@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::model::{record, Partitioning, WorkerConfig};
+use sinkhole_model::{record, Partitioning, WorkerConfig};
 
 /// One record as the sink writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,7 +227,7 @@ pub fn record_of(
 pub(crate) fn test_config(records: u64, rate: u64, partitions: u32, partitioning: Partitioning) -> WorkerConfig {
     WorkerConfig {
         run_id: "run-1".into(),
-        mode: crate::model::SinkMode::Legacy,
+        mode: sinkhole_model::SinkMode::Legacy,
         subtask: 3,
         parallelism: 4,
         attempt: 0,

@@ -28,11 +28,14 @@ use tokio::time::MissedTickBehavior;
 use tracing::{debug, error, info};
 
 use crate::control::{Channel, ChannelReader, ChannelWriter};
-use crate::model::{CommitOutcome, Committable, EventKind, FromWorker, SubtaskState, ToWorker, WorkerConfig};
 use crate::share::source::{Layout, ShareSource};
 use crate::sink::{mutants, naming, AnySink, Sink, SinkError};
 use crate::source::{Record, Source};
-use crate::wire::ClientConfig;
+use sinkhole_client::wire::security::ResolveSecurity;
+use sinkhole_client::wire::ClientConfig;
+use sinkhole_model::{
+    CommitOutcome, Committable, EventKind, FromWorker, IdRange, SinkMode, SubtaskState, ToWorker, WorkerConfig,
+};
 
 /// Records handed to the sink per turn of the loop when unthrottled, so the
 /// control channel and timers are looked at in between.
@@ -45,7 +48,7 @@ pub async fn run(config: WorkerConfig, control: &Path) -> anyhow::Result<()> {
     // read here, from the environment this process inherited or the file named.
     if let Some(sec) = &config.security {
         let resolved = sec.resolve().context("the cluster's security settings")?;
-        crate::wire::security::install(Some(std::sync::Arc::new(resolved)));
+        sinkhole_client::wire::security::install(Some(std::sync::Arc::new(resolved)));
     }
     let channel = Channel::connect(control)
         .await
@@ -160,7 +163,7 @@ impl Input {
     }
 }
 
-fn share_failure(e: crate::wire::WireError) -> Failure {
+fn share_failure(e: sinkhole_client::wire::WireError) -> Failure {
     Failure::Other(anyhow!("share-group source: {e}"))
 }
 
@@ -271,17 +274,7 @@ impl Worker {
             Some((id, st)) => (Some(*id), st.clone()),
             None => (None, SubtaskState::default()),
         };
-
-        // --- restore: commit what the checkpoint holds, in checkpoint order,
-        // then abort what was left open after it.
-        let mut restored_committables = state.committables.clone();
-        restored_committables.sort_by_key(|c| c.checkpoint);
-        for c in &restored_committables {
-            self.commit(&mut sink, c, true).await?;
-        }
-        let restore_result = sink.restore(restored, &restored_committables).await;
-        self.forward_events(&mut sink).await?;
-        restore_result?;
+        self.restore(&mut sink, restored, &state).await?;
 
         // The stored position (a mutant may start elsewhere: `sink::mutants`).
         let start = mutants::restore_position(config.mode, restored, state.next_seq);
@@ -293,17 +286,20 @@ impl Worker {
         self.forward_events(&mut sink).await?;
         open_result?;
 
-        // Committables pre-committed by this attempt, not yet committed.
-        let mut pending: BTreeMap<u64, Committable> = BTreeMap::new();
-        let mut last_checkpoint = restored.unwrap_or(0);
-        let mut last_completed = restored.unwrap_or(0);
-        let mut end_sent = false;
-        if source.exhausted() {
+        let mut at = Attempt {
+            sink,
+            source,
+            pending: BTreeMap::new(),
+            last_checkpoint: restored.unwrap_or(0),
+            last_completed: restored.unwrap_or(0),
+            end_sent: false,
+        };
+        if at.source.exhausted() {
             self.send(FromWorker::EndOfInput { subtask }).await?;
-            end_sent = true;
+            at.end_sent = true;
         }
 
-        let next_seq = std::sync::Arc::new(AtomicU64::new(source.next_seq()));
+        let next_seq = std::sync::Arc::new(AtomicU64::new(at.source.next_seq()));
         let _heartbeats = self.spawn_heartbeats(Duration::from_millis(config.heartbeat_ms.max(1)), next_seq.clone());
         let mut poll = tokio::time::interval(Duration::from_millis(config.linger_ms.clamp(1, 100)));
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -317,118 +313,176 @@ impl Worker {
                     };
                     debug!(subtask, ?msg, "control");
                     match msg {
-                        ToWorker::Checkpoint { id } => {
-                            if id <= last_checkpoint {
-                                return Err(Failure::Other(anyhow!(
-                                    "checkpoint {id} after checkpoint {last_checkpoint}: ids must increase"
-                                )));
-                            }
-                            last_checkpoint = id;
-                            // The source's part of the barrier comes first, as a Flink
-                            // source snapshots before the barrier reaches the writer.
-                            let carried = match &mut source {
-                                Input::Share(s) => s.barrier(id).await.map_err(share_failure)?,
-                                Input::Generated(_) => vec![],
-                            };
-                            self.forward_input_events(&mut source).await?;
-                            let result = sink.precommit(id).await;
-                            let pre = match result {
-                                Ok(p) => p,
-                                Err(e) => {
-                                    self.forward_events(&mut sink).await?;
-                                    return Err(e.into());
-                                }
-                            };
-                            if let Some(c) = pre.committable {
-                                self.send(FromWorker::Event {
-                                    event: EventKind::TxnPrecommitted { committable: c.clone(), flush_us: pre.flush_us },
-                                })
-                                .await?;
-                                if !carried.is_empty() {
-                                    let event = EventKind::TxnRecords {
-                                        transactional_id: c.transactional_id.clone(),
-                                        checkpoint: c.checkpoint,
-                                        ranges: carried,
-                                    };
-                                    self.send(FromWorker::Event { event }).await?;
-                                }
-                                if mutants::commits_at_barrier(config.mode) {
-                                    // legacy~commit-before-persist: committed
-                                    // now, before the ack; nothing stored.
-                                    self.commit(&mut sink, &c, false).await?;
-                                } else {
-                                    pending.insert(c.checkpoint, c);
-                                }
-                            }
-                            self.forward_events(&mut sink).await?;
-                            let state = SubtaskState {
-                                next_seq: source.next_seq(),
-                                committables: pending.values().cloned().collect(),
-                            };
-                            info!(subtask, id, next_seq = state.next_seq, pending = state.committables.len(), "checkpoint acked");
-                            self.send(FromWorker::Ack { subtask, id, state }).await?;
-                        }
-                        ToWorker::Complete { id } => {
-                            last_completed = last_completed.max(id);
-                            let due: Vec<u64> = pending.range(..=last_completed).map(|(k, _)| *k).collect();
-                            for k in due {
-                                let c = pending.remove(&k).expect("listed above");
-                                self.commit(&mut sink, &c, false).await?;
-                            }
-                            // What the commits left unacknowledged (after-commit): the
-                            // coordinator's `committed` trigger waits for a report with some.
-                            if let Input::Share(s) = &source {
-                                if s.policy() == crate::model::AckPolicy::AfterCommit {
-                                    let records = s.held_through(id);
-                                    let event = EventKind::ShareUnacknowledged { checkpoint: id, records };
-                                    self.send(FromWorker::Event { event }).await?;
-                                }
-                            }
-                            self.send(FromWorker::Committed { subtask, id }).await?;
-                        }
+                        ToWorker::Checkpoint { id } => self.checkpoint(&mut at, id, config.mode).await?,
+                        ToWorker::Complete { id } => self.complete(&mut at, id).await?,
                         ToWorker::Acknowledge { id } => {
-                            if let Input::Share(s) = &mut source {
+                            if let Input::Share(s) = &mut at.source {
                                 s.acknowledge_through(id).await.map_err(share_failure)?;
                             }
-                            self.forward_input_events(&mut source).await?;
+                            self.forward_input_events(&mut at.source).await?;
                         }
-                        ToWorker::Stop => {
-                            info!(subtask, pending = pending.len(), "stop");
-                            if let Input::Share(s) = source {
-                                s.close().await;
-                            }
-                            sink.close().await;
-                            self.forward_events(&mut sink).await?;
-                            return Ok(());
-                        }
+                        ToWorker::Stop => return self.stop(at).await,
                     }
                 }
                 _ = poll.tick() => {
-                    let r = sink.poll().await;
-                    self.forward_events(&mut sink).await?;
+                    let r = at.sink.poll().await;
+                    self.forward_events(&mut at.sink).await?;
                     r?;
                 }
-                _ = source.ready() => {
-                    for record in source.take().await? {
-                        sink.write(record).await?;
-                    }
-                    self.forward_input_events(&mut source).await?;
-                    next_seq.store(source.next_seq(), Ordering::Relaxed);
-                    if source.exhausted() && !end_sent {
-                        info!(subtask, records = config.records, "end of input");
-                        self.send(FromWorker::EndOfInput { subtask }).await?;
-                        end_sent = true;
-                    }
-                }
+                _ = at.source.ready() => self.take_input(&mut at, &next_seq, config.records).await?,
             }
         }
     }
+
+    /// The restore: commit what the checkpoint holds, in checkpoint order,
+    /// then abort what was left open after it.
+    async fn restore(
+        &mut self,
+        sink: &mut AnySink,
+        restored: Option<u64>,
+        state: &SubtaskState,
+    ) -> Result<(), Failure> {
+        let mut restored_committables = state.committables.clone();
+        restored_committables.sort_by_key(|c| c.checkpoint);
+        for c in &restored_committables {
+            self.commit(sink, c, true).await?;
+        }
+        let restore_result = sink.restore(restored, &restored_committables).await;
+        self.forward_events(sink).await?;
+        restore_result?;
+        Ok(())
+    }
+
+    /// A barrier: the source's part first, as a Flink source snapshots before
+    /// the barrier reaches the writer; then the sink pre-commits, and the
+    /// subtask acks with its position and the committables not yet committed.
+    async fn checkpoint(&mut self, at: &mut Attempt, id: u64, mode: SinkMode) -> Result<(), Failure> {
+        if id <= at.last_checkpoint {
+            return Err(Failure::Other(anyhow!(
+                "checkpoint {id} after checkpoint {}: ids must increase",
+                at.last_checkpoint
+            )));
+        }
+        at.last_checkpoint = id;
+        let carried = match &mut at.source {
+            Input::Share(s) => s.barrier(id).await.map_err(share_failure)?,
+            Input::Generated(_) => vec![],
+        };
+        self.forward_input_events(&mut at.source).await?;
+        let result = at.sink.precommit(id).await;
+        let pre = match result {
+            Ok(p) => p,
+            Err(e) => {
+                self.forward_events(&mut at.sink).await?;
+                return Err(e.into());
+            }
+        };
+        if let Some(c) = pre.committable {
+            self.precommitted(at, c, pre.flush_us, carried, mode).await?;
+        }
+        self.forward_events(&mut at.sink).await?;
+        let state =
+            SubtaskState { next_seq: at.source.next_seq(), committables: at.pending.values().cloned().collect() };
+        let subtask = self.subtask;
+        info!(subtask, id, next_seq = state.next_seq, pending = state.committables.len(), "checkpoint acked");
+        self.send(FromWorker::Ack { subtask, id, state }).await
+    }
+
+    /// A pre-committed transaction: in the history with the share records it
+    /// carries, then kept until its checkpoint completes.
+    async fn precommitted(
+        &mut self,
+        at: &mut Attempt,
+        c: Committable,
+        flush_us: u64,
+        carried: Vec<IdRange>,
+        mode: SinkMode,
+    ) -> Result<(), Failure> {
+        self.send(FromWorker::Event { event: EventKind::TxnPrecommitted { committable: c.clone(), flush_us } }).await?;
+        if !carried.is_empty() {
+            let event = EventKind::TxnRecords {
+                transactional_id: c.transactional_id.clone(),
+                checkpoint: c.checkpoint,
+                ranges: carried,
+            };
+            self.send(FromWorker::Event { event }).await?;
+        }
+        if mutants::commits_at_barrier(mode) {
+            // legacy~commit-before-persist: committed
+            // now, before the ack; nothing stored.
+            self.commit(&mut at.sink, &c, false).await?;
+        } else {
+            at.pending.insert(c.checkpoint, c);
+        }
+        Ok(())
+    }
+
+    /// A checkpoint complete: every pending committable up to it committed, in order.
+    async fn complete(&mut self, at: &mut Attempt, id: u64) -> Result<(), Failure> {
+        at.last_completed = at.last_completed.max(id);
+        let due: Vec<u64> = at.pending.range(..=at.last_completed).map(|(k, _)| *k).collect();
+        for k in due {
+            let c = at.pending.remove(&k).expect("listed above");
+            self.commit(&mut at.sink, &c, false).await?;
+        }
+        // What the commits left unacknowledged (after-commit): the
+        // coordinator's `committed` trigger waits for a report with some.
+        if let Input::Share(s) = &at.source {
+            if s.policy() == sinkhole_model::AckPolicy::AfterCommit {
+                let records = s.held_through(id);
+                let event = EventKind::ShareUnacknowledged { checkpoint: id, records };
+                self.send(FromWorker::Event { event }).await?;
+            }
+        }
+        let subtask = self.subtask;
+        self.send(FromWorker::Committed { subtask, id }).await
+    }
+
+    /// Stop: the share consumer leaves its group, the sink closes.
+    async fn stop(&mut self, at: Attempt) -> Result<(), Failure> {
+        info!(subtask = self.subtask, pending = at.pending.len(), "stop");
+        let Attempt { mut sink, source, .. } = at;
+        if let Input::Share(s) = source {
+            s.close().await;
+        }
+        sink.close().await;
+        self.forward_events(&mut sink).await?;
+        Ok(())
+    }
+
+    /// Records the source has ready, into the sink; the end of input said once.
+    async fn take_input(&mut self, at: &mut Attempt, next_seq: &AtomicU64, records: u64) -> Result<(), Failure> {
+        for record in at.source.take().await? {
+            at.sink.write(record).await?;
+        }
+        self.forward_input_events(&mut at.source).await?;
+        next_seq.store(at.source.next_seq(), Ordering::Relaxed);
+        if at.source.exhausted() && !at.end_sent {
+            let subtask = self.subtask;
+            info!(subtask, records, "end of input");
+            self.send(FromWorker::EndOfInput { subtask }).await?;
+            at.end_sent = true;
+        }
+        Ok(())
+    }
+}
+
+/// One attempt of the subtask between the control messages: its sink and
+/// input, and where its checkpoints stand.
+struct Attempt {
+    sink: AnySink,
+    source: Input,
+    /// Committables pre-committed by this attempt, not yet committed.
+    pending: BTreeMap<u64, Committable>,
+    last_checkpoint: u64,
+    last_completed: u64,
+    end_sent: bool,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Partitioning;
+    use sinkhole_model::Partitioning;
 
     /// The coordinator's tests run workers in spawned tasks: the future must be Send.
     #[test]

@@ -21,13 +21,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use sinkhole_workloads::model::{Mutant, SinkMode};
+use sinkhole_model::{Mutant, SinkMode};
 
-use crate::matrix::{self, CellStatus, Matrix, MatrixArgs, SaveHook, Seeds};
+use crate::matrix::{self, Campaign, CellStatus, Matrix, MatrixArgs, SaveHook};
 use crate::results::exit;
 use crate::results::summary::ModeSummary;
 use crate::run::RunError;
-use crate::verdict::Outcome;
+use sinkhole_checker::verdict::words::RIG_ERROR;
+use sinkhole_checker::verdict::Outcome;
 
 pub const JSON_FILE: &str = "calibrate.json";
 pub const HTML_FILE: &str = "calibrate.html";
@@ -35,16 +36,11 @@ pub const HTML_FILE: &str = "calibrate.html";
 /// The command line of `sinkhole calibrate`.
 #[derive(Debug, Clone)]
 pub struct CalibrateArgs {
-    /// Scenario files and directories; empty = the library.
-    pub inputs: Vec<PathBuf>,
+    /// The scenarios, versions and seeds; its directory defaults to
+    /// `<results>/calibrate-<timestamp>`.
+    pub campaign: Campaign,
     /// Mutant names; empty = every mutant.
     pub mutants: Vec<String>,
-    pub kafka: Vec<String>,
-    pub seeds: Seeds,
-    pub results: PathBuf,
-    /// The calibration directory; default `<results>/calibrate-<timestamp>`.
-    pub out: Option<PathBuf>,
-    pub json: bool,
 }
 
 /// What one (mode, scenario) came to over its runs.
@@ -82,6 +78,9 @@ pub struct RunRef {
     pub kafka: String,
     pub seed: u64,
     pub outcome: Outcome,
+    /// The verdict in words (`LOST 1006 — expected clean`); absent in older files.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub words: String,
     /// What caught it (`lost=1006`, `job failed: …`), else the verdict's reason.
     pub detail: String,
     /// The run's directory (its report.html is there).
@@ -218,14 +217,16 @@ fn cell_for(m: &Matrix, mode: SinkMode, scenario: &str) -> DetectionCell {
         }
         planned = true;
         waiting |= matches!(c.status, CellStatus::Pending | CellStatus::Running);
-        let (outcome, detail) = match c.mode(mode) {
-            Some(s) => (s.outcome, detail_of(s)),
-            None if c.status == CellStatus::Error => {
-                (Outcome::Error, format!("the rig failed: {}", c.error.clone().unwrap_or_default()))
-            }
+        let (outcome, words, detail) = match c.mode(mode) {
+            Some(s) => (s.outcome, s.words(), detail_of(s)),
+            None if c.status == CellStatus::Error => (
+                Outcome::Error,
+                RIG_ERROR.to_string(),
+                format!("the rig failed: {}", c.error.clone().unwrap_or_default()),
+            ),
             None => continue,
         };
-        runs.push(RunRef { kafka: c.kafka.clone(), seed: c.seed, outcome, detail, dir: c.dir.clone() });
+        runs.push(RunRef { kafka: c.kafka.clone(), seed: c.seed, outcome, words, detail, dir: c.dir.clone() });
     }
     let caught = runs.iter().filter(|r| r.outcome == Outcome::Fail).count();
     let detection = if !planned {
@@ -314,7 +315,7 @@ impl Calibration {
             seeds: m.seeds.clone(),
             mutants: mutants.iter().map(|x| SinkMode::Mutant(*x)).collect(),
             scenarios,
-            matrix: m.dir.join(matrix::JSON_FILE),
+            matrix: sinkhole_base::rundir::MatrixDir::at(&m.dir).json(),
             rows,
             totals,
             wall_ms: m.wall_ms,
@@ -334,7 +335,7 @@ impl Calibration {
 /// Writes `calibrate.json` and `calibrate.html` into `c.dir`.
 pub fn write_all(c: &Calibration) -> anyhow::Result<()> {
     std::fs::create_dir_all(&c.dir).with_context(|| format!("creating {}", c.dir.display()))?;
-    let json = crate::provenance::to_json(c)?;
+    let json = sinkhole_base::provenance::to_json(c)?;
     std::fs::write(c.dir.join(JSON_FILE), json).context("writing calibrate.json")?;
     std::fs::write(c.dir.join(HTML_FILE), render::render_html(c)).context("writing calibrate.html")?;
     Ok(())
@@ -345,8 +346,8 @@ pub fn write_all(c: &Calibration) -> anyhow::Result<()> {
 pub async fn run(args: CalibrateArgs) -> Result<u8, RunError> {
     let mutants = parse_mutants(&args.mutants).map_err(|p| RunError::BadInput(anyhow::anyhow!(p.join("\n"))))?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let out =
-        args.out.clone().unwrap_or_else(|| args.results.join(format!("calibrate-{}", crate::run::timestamp(now))));
+    let c = &args.campaign;
+    let out = c.out.clone().unwrap_or_else(|| c.results.join(format!("calibrate-{}", crate::run::timestamp(now))));
     let hook_mutants = mutants.clone();
     let on_save = SaveHook(Arc::new(move |m: &Matrix| {
         if let Err(e) = write_all(&Calibration::of(m, &hook_mutants)) {
@@ -354,20 +355,16 @@ pub async fn run(args: CalibrateArgs) -> Result<u8, RunError> {
         }
     }));
     let margs = MatrixArgs {
-        inputs: args.inputs.clone(),
+        campaign: Campaign { out: Some(out), json: false, ..c.clone() },
         mutants: mutants.clone(),
-        kafka: args.kafka.clone(),
-        seeds: args.seeds.clone(),
-        results: args.results.clone(),
-        out: Some(out),
         on_save: Some(on_save),
         ..MatrixArgs::default()
     };
     let m = matrix::run_matrix(margs).await?;
     let c = Calibration::of(&m, &mutants);
     write_all(&c).map_err(RunError::Failed)?;
-    if args.json {
-        print!("{}", crate::provenance::to_json(&c).map_err(|e| RunError::Failed(e.into()))?);
+    if args.campaign.json {
+        print!("{}", sinkhole_base::provenance::to_json(&c).map_err(|e| RunError::Failed(e.into()))?);
     } else {
         print!("{}", render::render_table(&c));
         println!("calibration: {}", c.dir.join(HTML_FILE).display());

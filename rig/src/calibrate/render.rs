@@ -4,10 +4,13 @@
 //! runs' report.html). Pure functions of a [`Calibration`].
 use std::fmt::Write as _;
 
+use sinkhole_base::rundir::RunDir;
+
 use super::{Calibration, Detection, DetectionCell, Row};
 use crate::matrix::{human_duration, rel_link};
 use crate::results::report::esc;
-use crate::verdict::Outcome;
+use sinkhole_checker::verdict::words::expectation_word;
+use sinkhole_checker::verdict::Outcome;
 
 pub use crate::matrix::anomalies;
 
@@ -125,8 +128,10 @@ fn cell_html(c: &Calibration, r: &Row, cell: &DetectionCell) -> String {
     };
     let _ = write!(inner, "<b>{}</b>", esc(&word));
     for run in &cell.runs {
-        let label = format!("@{} seed {}: {}", run.kafka, run.seed, run.outcome.name());
-        let link = run.dir.as_ref().map(|d| rel_link(&c.dir, &d.join("report.html")));
+        // A calibrate.json of an older rig has no words: whether the expectation was met.
+        let words = if run.words.is_empty() { expectation_word(run.outcome) } else { run.words.as_str() };
+        let label = format!("@{} seed {}: {words}", run.kafka, run.seed);
+        let link = run.dir.as_ref().map(|d| rel_link(&c.dir, &RunDir::at(d).report()));
         let text = match link {
             Some(href) => format!("<a href=\"{}\">{}</a>", esc(&href), esc(&label)),
             None => esc(&label),
@@ -168,7 +173,7 @@ pub fn render_html(c: &Calibration) -> String {
         human_duration(c.wall_ms),
         if c.complete { "" } else { " (not complete)" },
         c.exit_code,
-        esc(crate::matrix::HTML_FILE)
+        esc(sinkhole_base::rundir::names::MATRIX_HTML)
     );
     h.push_str("<p>A mutant is a faithful sink with one deliberate deviation, judged against its base mode's expectation and premises: <span class=\"caught\">caught</span> = its verdict failed (what caught it below), <span class=\"escaped\">escaped</span> = it passed, <span class=\"inconclusive\">inconclusive</span> = not judged. A faithful mode must never be <span class=\"flagged\">flagged</span>.</p>\n");
     h.push_str("<table>\n<tr><th>mode</th><th>bug class</th>");

@@ -1,11 +1,11 @@
 //! The detection matrix and the exit code, from synthetic matrices (no cluster).
 use std::path::PathBuf;
 
-use sinkhole_workloads::model::{Mutant, SinkMode};
+use sinkhole_model::{Mutant, SinkMode};
 
 use super::*;
-use crate::checker::Counts;
-use crate::matrix::{CellKey, CellResult, Totals};
+use crate::matrix::{CellKey, CellResult};
+use sinkhole_checker::Counts;
 
 const LEGACY: SinkMode = SinkMode::Legacy;
 const ACK: SinkMode = SinkMode::Mutant(Mutant::AssumeCommitted);
@@ -15,6 +15,8 @@ fn row(mode: SinkMode, outcome: Outcome, lost: u64, reason: &str) -> ModeSummary
     ModeSummary {
         mode,
         outcome,
+        words: String::new(),
+        inconclusive_cause: None,
         expected_met: None,
         expected: "clean".into(),
         reason: reason.into(),
@@ -36,23 +38,11 @@ fn cell(scenario: &str, seed: u64, modes: Vec<ModeSummary>) -> CellResult {
 
 fn matrix(cells: Vec<CellResult>) -> Matrix {
     Matrix {
-        matrix_id: "matrix-20261201T000000".into(),
-        dir: PathBuf::from("/r/calibrate-x"),
-        started: "2026-12-01T00:00:00Z".into(),
-        finished: None,
         complete: true,
-        interrupted: false,
         kafka: vec!["4.4.0".into()],
         seeds: vec![1, 2],
-        modes: vec![],
-        fail_on_inconclusive: false,
-        library: vec![],
-        shard: None,
-        merged_from: vec![],
         cells,
-        totals: Totals::default(),
-        wall_ms: 0,
-        exit_code: 0,
+        ..Matrix::new("matrix-20261201T000000".into(), PathBuf::from("/r/calibrate-x"), "2026-12-01T00:00:00Z".into())
     }
 }
 

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use sinkhole_rig::DEFAULT_KAFKA;
+use sinkhole_install::DEFAULT_KAFKA;
+use sinkhole_rig::matrix::{self, Campaign, Seeds};
 
 #[derive(Args)]
 pub struct SetupArgs {
@@ -64,35 +65,21 @@ pub struct RunCmd {
     pub bootstrap: Vec<String>,
 }
 
+/// `sinkhole calibrate`: a matrix campaign with the mutants beside the modes;
+/// its campaign options reworded where they name its own files.
 #[derive(Args)]
+#[command(
+    mut_arg("seeds", |a| a.help("Seeds, comma-separated: every scenario runs with each")),
+    mut_arg("seed", |a| a.help("The first seed (default: random, printed and kept)")),
+    mut_arg("out", |a| a.help("The calibration directory (default: <results>/calibrate-<timestamp>)")),
+    mut_arg("json", |a| a.help("Print calibrate.json on stdout instead of the table")),
+)]
 pub struct CalibrateCmd {
-    /// Scenario files or directories (a directory: its *.yaml minus the
-    /// names in its matrix-exclude.txt). Default: scenarios/.
-    pub inputs: Vec<PathBuf>,
     /// Only these mutants, comma-separated (default: every mutant).
     #[arg(long, value_delimiter = ',')]
     pub mutants: Vec<String>,
-    /// Kafka versions, comma-separated (default: each scenario's).
-    #[arg(long, value_delimiter = ',')]
-    pub kafka: Vec<String>,
-    /// Seeds, comma-separated: every scenario runs with each.
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["seed_count", "seed"])]
-    pub seeds: Vec<u64>,
-    /// Run N seeds: --seed, --seed + 1, … (default 1).
-    #[arg(long)]
-    pub seed_count: Option<u32>,
-    /// The first seed (default: random, printed and kept).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Where the runs write their results.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
-    /// The calibration directory (default: <results>/calibrate-<timestamp>).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print calibrate.json on stdout instead of the table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub campaign: CampaignOpts,
 }
 
 #[derive(Args)]
@@ -110,25 +97,25 @@ pub struct ShrinkCmd {
     pub time: u64,
 }
 
+/// The options of a campaign of runs that `sinkhole matrix` and `sinkhole
+/// calibrate` share (the library's [`Campaign`]); the help is `matrix`'s.
 #[derive(Args)]
-pub struct MatrixCmd {
+pub struct CampaignOpts {
     /// Scenario files or directories (a directory: its *.yaml minus the
     /// names in its matrix-exclude.txt). Default: scenarios/.
     pub inputs: Vec<PathBuf>,
-    /// Only these modes, comma-separated (default: each scenario's).
-    #[arg(long, value_delimiter = ',')]
-    pub modes: Vec<String>,
     /// Kafka versions, comma-separated (default: each scenario's).
     #[arg(long, value_delimiter = ',')]
     pub kafka: Vec<String>,
     /// Seeds, comma-separated: every scenario and version runs with each.
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["seed_count", "seed"])]
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["seed_count", "seed"], value_parser = seed,
+          allow_negative_numbers = true)]
     pub seeds: Vec<u64>,
-    /// Run N seeds: --seed, --seed + 1, … (default 1).
-    #[arg(long)]
+    /// Run N seeds: --seed, --seed + 1, … (default 1; at most 1000).
+    #[arg(long, value_name = "N", value_parser = seed_count, allow_negative_numbers = true)]
     pub seed_count: Option<u32>,
     /// The first seed (default: random, printed and kept in matrix.json).
-    #[arg(long)]
+    #[arg(long, value_parser = seed, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Where the runs write their results.
     #[arg(long, default_value = "results")]
@@ -139,12 +126,54 @@ pub struct MatrixCmd {
     /// Print matrix.json on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--seeds` and `--seed`: a seed is any whole number a u64 holds.
+fn seed(s: &str) -> Result<u64, String> {
+    s.parse().map_err(|_| format!("not a seed: a seed is a whole number from 0 to {}", u64::MAX))
+}
+
+/// `--seed-count`: a whole number within [`matrix::seed_count_problem`]'s
+/// bounds (the library checks the same for its own callers).
+fn seed_count(s: &str) -> Result<u32, String> {
+    let n = match s.parse::<u64>() {
+        Ok(n) => n,
+        // Digits only, too many for a u64: too large.
+        Err(_) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => u64::MAX,
+        Err(_) => return Err(format!("not a count: a whole number of seeds from 1 to {}", matrix::MAX_SEEDS)),
+    };
+    match matrix::seed_count_problem(n) {
+        Some(p) => Err(p),
+        None => u32::try_from(n).map_err(|e| e.to_string()),
+    }
+}
+
+impl CampaignOpts {
+    /// The campaign: `--seeds` when given, else `--seed-count` seeds from `--seed`.
+    pub fn campaign(self) -> Campaign {
+        let CampaignOpts { inputs, kafka, seeds, seed_count, seed, results, out, json } = self;
+        let seeds =
+            if seeds.is_empty() { Seeds::Count { n: seed_count.unwrap_or(1), base: seed } } else { Seeds::List(seeds) };
+        Campaign { inputs, kafka, seeds, results, out, json }
+    }
+}
+
+#[derive(Args)]
+pub struct MatrixCmd {
+    /// Only these modes, comma-separated (default: each scenario's).
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Vec<String>,
+    #[command(flatten)]
+    pub campaign: CampaignOpts,
     /// Stop after the first cell with a failure.
     #[arg(long)]
     pub fail_fast: bool,
     /// Count an inconclusive mode as failed (exit 1).
     #[arg(long)]
     pub fail_on_inconclusive: bool,
+    /// Exit 1 when a scenario × mode × version is flaky: its seeds gave different outcomes.
+    #[arg(long)]
+    pub fail_on_flaky: bool,
     /// Run only shard I of N (1-based): cell k of the whole list (0-based) runs
     /// in shard (k mod N) + 1. Needs fixed seeds; `sinkhole merge` joins the shards.
     #[arg(long, value_name = "I/N")]
@@ -172,6 +201,9 @@ pub struct MergeArgs {
     /// Count an inconclusive mode as failed (exit 1), whatever the shards said.
     #[arg(long)]
     pub fail_on_inconclusive: bool,
+    /// Exit 1 when a scenario × mode × version is flaky over the merged seeds.
+    #[arg(long)]
+    pub fail_on_flaky: bool,
 }
 
 #[derive(Args)]
@@ -214,6 +246,10 @@ pub struct ValidateArgs {
     /// Print one JSON report per file.
     #[arg(long)]
     pub json: bool,
+    /// Also say what each mode's expectation rests on: its premises once resolved, the scenario's
+    /// own or the rig's defaults, one line each with why.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(Args)]
@@ -224,6 +260,31 @@ pub struct ScheduleArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Print the schedule as JSON (what `schedule.json` in a run holds).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct BenchProducersArgs {
+    /// The scenario whose cluster and job the producers share (no faults).
+    #[arg(default_value = "scenarios/throughput.yaml")]
+    pub file: PathBuf,
+    /// The rig's mode to run (repeatable); the first is what the ratios divide by. Default: twopc-inject.
+    #[arg(long = "mode")]
+    pub modes: Vec<String>,
+    /// Rounds: each runs every producer once, one after another, the order alternating.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u32,
+    /// Kafka version instead of the scenario's.
+    #[arg(long)]
+    pub kafka: Option<String>,
+    /// The first run's seed (default: random).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the bench directory (bench-<timestamp>) goes.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Print bench.json on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
 }

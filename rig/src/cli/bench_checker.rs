@@ -3,9 +3,9 @@ use super::args::BenchCheckerArgs;
 use super::Failure;
 
 pub fn run(a: BenchCheckerArgs) -> Result<(), Failure> {
-    let r = sinkhole_rig::checker::bench::run(a.records, a.subtasks);
+    let r = sinkhole_checker::bench::run(a.records, a.subtasks);
     if a.json {
-        print!("{}", sinkhole_rig::provenance::to_json(&r)?);
+        print!("{}", sinkhole_base::provenance::to_json(&r)?);
     } else {
         let mem = match (r.peak_bytes, r.bytes_per_record) {
             (Some(b), Some(per)) => format!("{:.1} MiB peak ({per:.2} bytes/record)", b as f64 / 1048576.0),

@@ -1,17 +1,13 @@
 //! `sinkhole calibrate`: the mutants through the scenario library, the
 //! detection matrix ([`sinkhole_rig::calibrate`]).
 use sinkhole_rig::calibrate::{self, CalibrateArgs};
-use sinkhole_rig::matrix::Seeds;
 use sinkhole_rig::results::exit;
 
 use super::args::CalibrateCmd;
 use super::{run_failure, Failure};
 
 pub async fn run(a: CalibrateCmd) -> Result<(), Failure> {
-    let CalibrateCmd { inputs, mutants, kafka, seeds, seed_count, seed, results, out, json } = a;
-    let seeds =
-        if seeds.is_empty() { Seeds::Count { n: seed_count.unwrap_or(1), base: seed } } else { Seeds::List(seeds) };
-    let args = CalibrateArgs { inputs, mutants, kafka, seeds, results, out, json };
+    let args = CalibrateArgs { campaign: a.campaign.campaign(), mutants: a.mutants };
     let code = calibrate::run(args).await.map_err(run_failure)?;
     match code {
         exit::OK => Ok(()),

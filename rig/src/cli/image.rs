@@ -1,10 +1,13 @@
 //! `sinkhole image build`: a Kafka image for the containers backend, built
 //! with no registry ([`sinkhole_rig::image`]).
-use anyhow::{anyhow, Context};
-use sinkhole_rig::install;
-
 use super::args::ImageCmd;
-use super::{bad, install_failure, progress, Failure};
+use super::{bad, Failure};
+use anyhow::anyhow;
+#[cfg(feature = "containers")]
+use {
+    super::{install_failure, progress},
+    anyhow::Context,
+};
 
 pub fn run(cmd: ImageCmd) -> Result<(), Failure> {
     match cmd {
@@ -12,19 +15,25 @@ pub fn run(cmd: ImageCmd) -> Result<(), Failure> {
     }
 }
 
+#[cfg(not(feature = "containers"))]
+fn build(_: &str, _: Option<String>, _: bool) -> Result<(), Failure> {
+    Err(bad(anyhow!(sinkhole_rig::run::CONTAINERS_NOT_BUILT)))
+}
+
+#[cfg(feature = "containers")]
 fn build(kafka: &str, tag: Option<String>, json: bool) -> Result<(), Failure> {
-    let v = install::parse_versions(kafka).map_err(bad)?;
+    let v = sinkhole_install::parse_versions(kafka).map_err(bad)?;
     if v.len() != 1 {
         return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
     }
-    let dist = install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)?;
-    let tag = tag.unwrap_or_else(|| sinkhole_rig::cluster::containers::image::default_tag(&v[0]));
+    let dist = sinkhole_install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)?;
+    let tag = tag.unwrap_or_else(|| sinkhole_cluster::containers::image::default_tag(&v[0]));
     let work = std::env::temp_dir().join(format!("sinkhole-image-{}", std::process::id()));
-    let host = sinkhole_rig::cluster::containers::docker_host();
-    let r = sinkhole_rig::cluster::containers::image::build(&dist, &tag, &work, host.as_deref(), &mut |l| progress(l))
+    let host = sinkhole_cluster::containers::docker_host();
+    let r = sinkhole_cluster::containers::image::build(&dist, &tag, &work, host.as_deref(), &mut |l| progress(l))
         .context("building the image")?;
     if json {
-        print!("{}", sinkhole_rig::provenance::to_json(&r)?);
+        print!("{}", sinkhole_base::provenance::to_json(&r)?);
     } else {
         println!(
             "image {}: Kafka {}, JRE by {}, {:.0} MiB root filesystem, built and imported ({}) in {:.1} s",

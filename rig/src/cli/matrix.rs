@@ -1,51 +1,38 @@
 //! `sinkhole matrix`: scenarios × Kafka versions × seeds, one run per cell,
 //! compared ([`sinkhole_rig::matrix`]); `--shard I/N` runs one shard of it.
 use anyhow::anyhow;
-use sinkhole_rig::matrix::{self, MatrixArgs, Seeds, Shard};
-use sinkhole_rig::results::exit::Policy;
+use sinkhole_rig::matrix::{self, MatrixArgs, Shard};
 
 use super::args::MatrixCmd;
-use super::{bad, judged, run_failure, Failure};
+use super::{bad, judged_matrix, run_failure, Failure};
 
 pub async fn run(a: MatrixCmd) -> Result<(), Failure> {
     let MatrixCmd {
-        inputs,
         modes,
-        kafka,
-        seeds,
-        seed_count,
-        seed,
-        results,
-        out,
-        json,
+        campaign,
         fail_fast,
         fail_on_inconclusive,
+        fail_on_flaky,
         shard,
         sequential,
         fresh_clusters,
     } = a;
-    let seeds =
-        if seeds.is_empty() { Seeds::Count { n: seed_count.unwrap_or(1), base: seed } } else { Seeds::List(seeds) };
     let shard = match shard {
         Some(s) => Some(s.parse::<Shard>().map_err(|e| bad(anyhow!(e)))?),
         None => None,
     };
     let args = MatrixArgs {
-        inputs,
+        campaign: campaign.campaign(),
         modes,
         mutants: vec![],
-        kafka,
-        seeds,
-        results,
-        out,
-        json,
         fail_fast,
         fail_on_inconclusive,
+        fail_on_flaky,
         shard,
         sequential,
         no_reuse: fresh_clusters,
         on_save: None,
     };
-    let code = matrix::run(args).await.map_err(run_failure)?;
-    judged(code, Policy { fail_on_inconclusive }, "cell")
+    let m = matrix::run(args).await.map_err(run_failure)?;
+    judged_matrix(&m)
 }

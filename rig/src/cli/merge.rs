@@ -7,22 +7,23 @@ use anyhow::anyhow;
 use sinkhole_rig::matrix::{self, merge};
 
 use super::args::MergeArgs;
-use super::{bad, judged, Failure};
+use super::{bad, judged_matrix, Failure};
 
 pub fn run(a: MergeArgs) -> Result<(), Failure> {
     let out = a.out.clone().unwrap_or_else(|| {
-        let now = sinkhole_rig::utc::now_ms() / 1000;
+        let now = sinkhole_base::utc::now_ms() / 1000;
         PathBuf::from("results").join(format!("matrix-{}-merged", sinkhole_rig::run::timestamp(now)))
     });
-    let m = merge::merge_into(&a.dirs, &out, a.fail_on_inconclusive).map_err(|e| match e {
+    let policy = merge::MergePolicy { fail_on_inconclusive: a.fail_on_inconclusive, fail_on_flaky: a.fail_on_flaky };
+    let m = merge::merge_into(&a.dirs, &out, policy).map_err(|e| match e {
         Ok(problems) => bad(anyhow!("the shards do not make one matrix:\n{}", problems.join("\n"))),
         Err(e) => Failure::Failed(e),
     })?;
     if a.json {
-        print!("{}", sinkhole_rig::provenance::to_json(&m)?);
+        print!("{}", sinkhole_base::provenance::to_json(&m)?);
     } else {
         print!("{}", matrix::render_table(&m));
-        println!("matrix: {}", m.dir.join(matrix::HTML_FILE).display());
+        println!("matrix: {}", sinkhole_base::rundir::MatrixDir::at(&m.dir).html().display());
     }
-    judged(m.exit_code, m.policy(), "cell")
+    judged_matrix(&m)
 }

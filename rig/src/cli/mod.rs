@@ -14,18 +14,19 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use sinkhole_rig::cluster::config::parse_overrides;
-use sinkhole_rig::cluster::local::LocalSpec;
-use sinkhole_rig::install::{self, KafkaDist};
+use sinkhole_cluster::config::parse_overrides;
+use sinkhole_cluster::local::LocalSpec;
+use sinkhole_install::KafkaDist;
+use sinkhole_install::DEFAULT_KAFKA;
 use sinkhole_rig::results::exit::{self, Policy};
 use sinkhole_rig::results::summary::Summary;
 use sinkhole_rig::run::RunError;
-use sinkhole_rig::DEFAULT_KAFKA;
 
 use args::{ClusterShape, KafkaSel};
 
 pub mod args;
 pub mod bench_checker;
+pub mod bench_producers;
 pub mod calibrate;
 pub mod check;
 pub mod cluster;
@@ -80,11 +81,21 @@ pub fn judged(code: u8, policy: Policy, what: &str) -> Result<(), Failure> {
     }
 }
 
+/// A matrix's (or a merge's) exit code, explained by the matrix itself
+/// (`--fail-on-flaky` has its own reason).
+pub fn judged_matrix(m: &sinkhole_rig::matrix::Matrix) -> Result<(), Failure> {
+    if m.exit_code == exit::OK {
+        Ok(())
+    } else {
+        Err(Failure::Judged { code: m.exit_code, message: m.explain_exit() })
+    }
+}
+
 /// Prints the error of a command, if any, and its exit code. After a
 /// SIGINT/SIGTERM/SIGHUP the signal teardown ends the process instead (exit
 /// 128+signal): what the command saw then is the teardown killing its children.
 pub fn exit(r: Result<(), Failure>) -> ExitCode {
-    sinkhole_rig::procs::wait_for_teardown();
+    sinkhole_base::procs::wait_for_teardown();
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::BadInput(e)) => {
@@ -103,21 +114,31 @@ pub fn exit(r: Result<(), Failure>) -> ExitCode {
 }
 
 /// Log lines on stderr (-v info, -vv debug; RUST_LOG overrides), coloured
-/// only for a terminal and without NO_COLOR ([`sinkhole_rig::term`]): workers
-/// run this binary too, and their stderr is a log file.
+/// only for a terminal and without NO_COLOR ([`sinkhole_base::term`]): workers
+/// run this binary too, and their stderr is a log file. RUST_LOG takes
+/// `target=level` directives (`info,sinkhole_client=debug`), without span or
+/// field filters: those need a regex engine the binary does not carry.
 pub fn init_logging(verbose: u8) {
-    let filter = match verbose {
+    use tracing_subscriber::{filter::Targets, fmt, prelude::*};
+    let default = match verbose {
         0 => "warn",
         1 => "info,sinkhole=info",
         _ => "debug",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(sinkhole_rig::term::stderr_colour())
+    let from_env = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty());
+    let targets = match from_env.as_deref().map(str::parse::<Targets>) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            eprintln!(
+                "sinkhole: RUST_LOG ignored ({e}): give target=level directives, e.g. info,sinkhole_client=debug"
+            );
+            default.parse().unwrap_or_default()
+        }
+        None => default.parse().unwrap_or_default(),
+    };
+    tracing_subscriber::registry()
+        .with(fmt::layer().with_writer(std::io::stderr).with_ansi(sinkhole_base::term::stderr_colour()))
+        .with(targets)
         .init();
 }
 
@@ -128,7 +149,7 @@ pub fn progress(line: &str) {
 
 /// Whether an installation error is the user's input (unknown version, bad
 /// KAFKA_HOME) or the environment (no java, no network).
-pub fn install_failure(e: install::InstallError) -> Failure {
+pub fn install_failure(e: sinkhole_install::InstallError) -> Failure {
     if e.is_bad_input() {
         bad(e)
     } else {
@@ -140,14 +161,14 @@ pub fn install_failure(e: install::InstallError) -> Failure {
 /// (installed on demand).
 pub fn dist_for(sel: &KafkaSel) -> Result<KafkaDist, Failure> {
     if let Some(home) = &sel.kafka_home {
-        return install::resolve(None, Some(home)).map_err(install_failure);
+        return sinkhole_install::resolve(None, Some(home)).map_err(install_failure);
     }
     let v = sel.kafka.clone().unwrap_or_else(|| DEFAULT_KAFKA.to_string());
-    let v = install::parse_versions(&v).map_err(bad)?;
+    let v = sinkhole_install::parse_versions(&v).map_err(bad)?;
     if v.len() != 1 {
         return Err(bad(anyhow!("--kafka takes one version here, got {}", v.join(","))));
     }
-    install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)
+    sinkhole_install::ensure(&v[0], &mut |l| progress(l)).map_err(install_failure)
 }
 
 /// A local cluster's spec from the command line, its ports checked before
@@ -163,7 +184,7 @@ pub fn spec_from(shape: &ClusterShape, dist: KafkaDist, dir: PathBuf) -> Result<
     spec.ready_timeout = Duration::from_secs(shape.ready_timeout);
     if let Some(p) = shape.base_port {
         // Occupied ports are the user's input: check before any JVM starts.
-        sinkhole_rig::cluster::ports::allocate(shape.nodes, Some(p)).map_err(bad)?;
+        sinkhole_cluster::ports::allocate(shape.nodes, Some(p)).map_err(bad)?;
     }
     Ok(spec)
 }
@@ -172,7 +193,7 @@ pub fn spec_from(shape: &ClusterShape, dist: KafkaDist, dir: PathBuf) -> Result<
 /// where the results are (`sinkhole run`, `sinkhole check`).
 pub fn print_summary(s: &Summary, json: bool) -> Result<(), Failure> {
     if json {
-        print!("{}", sinkhole_rig::provenance::to_json(s)?);
+        print!("{}", sinkhole_base::provenance::to_json(s)?);
     } else {
         print!("{}", sinkhole_rig::results::summary::render_text(s));
     }

@@ -1,11 +1,11 @@
 //! `sinkhole probe`: what a broker supports for two-phase commit (KIP-939),
 //! on a running cluster or on a throwaway local one ([`sinkhole_rig::probe`]).
-use sinkhole_rig::cluster::Cluster as _;
+use sinkhole_cluster::ClusterNodes as _;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use sinkhole_rig::cluster::local::LocalCluster;
-use sinkhole_rig::cluster::state;
+use sinkhole_cluster::local::LocalCluster;
+use sinkhole_cluster::state;
 use sinkhole_rig::probe;
 
 use super::args::{ClusterShape, KafkaSel, ProbeArgs};
@@ -67,7 +67,7 @@ pub async fn run(p: ProbeArgs) -> Result<(), Failure> {
     }
     let report = probe::run(opts).await.context("probing the broker")?;
     if p.json {
-        print!("{}", sinkhole_rig::provenance::to_json(&report)?);
+        print!("{}", sinkhole_base::provenance::to_json(&report)?);
     } else {
         print!("{}", probe::render_table(&report));
     }

@@ -1,7 +1,7 @@
 //! `sinkhole run FILE`: one scenario, every mode in turn on one cluster
 //! ([`sinkhole_rig::run`]), then the summary on stdout.
 use sinkhole_rig::run::{self, RunArgs};
-use sinkhole_rig::scenario::Backend;
+use sinkhole_scenario::Backend;
 
 use super::args::RunCmd;
 use super::{judged, print_summary, run_failure, Failure};

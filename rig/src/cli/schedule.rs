@@ -1,8 +1,11 @@
-//! `sinkhole schedule FILE`: a scenario's resolved fault schedule.
+//! `sinkhole schedule FILE`: a scenario's resolved fault schedule, and the premises each mode's
+//! expectation rests on under it.
 use std::path::Path;
 
 use anyhow::anyhow;
-use sinkhole_rig::scenario::{self, schedule};
+use serde::Serialize;
+use sinkhole_scenario::premise::defaults::{self, ModePremises};
+use sinkhole_scenario::schedule::{self, Resolved};
 
 use super::args::ScheduleArgs;
 use super::{bad, Failure};
@@ -12,15 +15,25 @@ pub fn run(a: ScheduleArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `--json`: what `schedule.json` holds, and the premises.
+#[derive(Serialize)]
+struct WithPremises<'a> {
+    #[serde(flatten)]
+    schedule: &'a Resolved,
+    premises: Vec<ModePremises>,
+}
+
 /// The resolved fault list (text, or the JSON of `schedule.json`) for `seed`,
-/// else a random one. A bad file is an `Err` with every problem.
+/// else a random one, then each mode's premises as a run with that seed
+/// resolves them. A bad file is an `Err` with every problem.
 fn schedule_file(file: &Path, seed: Option<u64>, json: bool) -> Result<String, String> {
-    let s = scenario::load(file).map_err(|e| e.render())?;
+    let s = sinkhole_scenario::load(file).map_err(|e| e.render())?;
     let seed = seed.unwrap_or_else(rand::random);
     let r = schedule::resolve(&s, seed);
+    let premises = defaults::as_planned(&s, Some(&r.faults));
     if json {
-        sinkhole_rig::provenance::to_json(&r).map_err(|e| e.to_string())
+        sinkhole_base::provenance::to_json(&WithPremises { schedule: &r, premises }).map_err(|e| e.to_string())
     } else {
-        Ok(schedule::render(&r))
+        Ok(schedule::render(&r) + &defaults::render(&premises))
     }
 }

@@ -1,17 +1,17 @@
 //! `sinkhole setup`: installs Kafka versions from Maven Central into the
 //! cache (idempotent), and with `--flink` the Flink subject's cluster
-//! classpath and job; see [`sinkhole_rig::install`].
-use sinkhole_rig::cluster::local::cds;
-use sinkhole_rig::install::flink::{self, FlinkError, FlinkOutcome};
-use sinkhole_rig::install::{self, InstallOutcome};
+//! classpath and job; see [`sinkhole_install`].
+use sinkhole_cluster::local::cds;
+use sinkhole_install::flink::{self, FlinkError, FlinkOutcome};
+use sinkhole_install::InstallOutcome;
 
 use super::args::SetupArgs;
 use super::{bad, install_failure, progress, Failure};
 
 pub async fn run(a: SetupArgs) -> Result<(), Failure> {
-    let versions = install::parse_versions(&a.kafka).map_err(bad)?;
+    let versions = sinkhole_install::parse_versions(&a.kafka).map_err(bad)?;
     for v in versions {
-        let dist = match install::install(&v, &mut |l| progress(l)) {
+        let dist = match sinkhole_install::install(&v, &mut |l| progress(l)) {
             Ok(InstallOutcome::Installed { dist, jars, elapsed }) => {
                 println!(
                     "Kafka {v}: installed {jars} jars in {:.1} s at {}",
@@ -58,7 +58,7 @@ pub async fn run(a: SetupArgs) -> Result<(), Failure> {
 }
 
 /// The brokers' class-data archive for `dist` (made once; see `cluster::local::cds`).
-async fn class_archive(v: &str, dist: &install::KafkaDist) {
+async fn class_archive(v: &str, dist: &sinkhole_install::KafkaDist) {
     if std::env::var("SINKHOLE_CDS").is_ok_and(|v| v == "off") {
         return;
     }

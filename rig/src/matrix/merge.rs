@@ -14,8 +14,20 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::render::normalize;
-use super::{write_all, CellResult, Matrix, Totals, JSON_FILE};
-use crate::provenance::Provenance;
+use super::{write_all, CellResult, Matrix, Stability, Totals};
+use sinkhole_base::provenance::Provenance;
+use sinkhole_base::rundir::MatrixDir;
+
+/// What `sinkhole merge` adds to the shards' own policy: each flag holds
+/// when the merge asks for it or a shard ran with it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergePolicy {
+    /// `--fail-on-inconclusive` (shards that disagree on it are refused).
+    pub fail_on_inconclusive: bool,
+    /// `--fail-on-flaky`: judged on the merged matrix, where every seed of a
+    /// group is; a shard sees only some of them, so shards may differ on it.
+    pub fail_on_flaky: bool,
+}
 
 /// In a merged `matrix.json`: one shard it was made of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,7 +59,7 @@ pub struct Loaded {
 /// Reads `dir/matrix.json`; bad input (named) when it is missing, damaged,
 /// or not a shard's.
 pub fn load(dir: &Path) -> Result<Loaded, String> {
-    let path = dir.join(JSON_FILE);
+    let path = MatrixDir::at(dir).json();
     let text =
         std::fs::read_to_string(&path).map_err(|e| format!("{}: {e} (not a matrix directory)", path.display()))?;
     let matrix: Matrix = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -192,7 +204,7 @@ fn rebase(recorded_matrix_dir: &Path, given: &Path, run_dir: &Path) -> PathBuf {
 /// Checks that `shards` are the N shards of one campaign and joins them into
 /// one matrix in `out` (not written: see [`merge_into`]). `Err` is every
 /// problem found, each naming the shard.
-pub fn merge(shards: &[Loaded], out: &Path, fail_on_inconclusive: bool) -> Result<Matrix, Vec<String>> {
+pub fn merge(shards: &[Loaded], out: &Path, policy: MergePolicy) -> Result<Matrix, Vec<String>> {
     let Some(first) = shards.first() else {
         return Err(vec!["name the shards' matrix directories (one per shard)".to_string()]);
     };
@@ -236,9 +248,9 @@ pub fn merge(shards: &[Loaded], out: &Path, fail_on_inconclusive: bool) -> Resul
     }
     cells.sort_by_key(|c| c.index);
     let m0 = &first.matrix;
-    let now = crate::utc::now_ms() / 1000;
+    let now = sinkhole_base::utc::now_ms() / 1000;
     let mut m = Matrix {
-        matrix_id: format!("matrix-{}-merged", crate::utc::Utc::from_unix(now).compact()),
+        matrix_id: format!("matrix-{}-merged", sinkhole_base::utc::Utc::from_unix(now).compact()),
         dir: out.to_path_buf(),
         started: shards.iter().map(|s| s.matrix.started.clone()).min().unwrap_or_default(),
         finished: shards
@@ -251,7 +263,8 @@ pub fn merge(shards: &[Loaded], out: &Path, fail_on_inconclusive: bool) -> Resul
         kafka: m0.kafka.clone(),
         seeds: m0.seeds.clone(),
         modes: m0.modes.clone(),
-        fail_on_inconclusive: m0.fail_on_inconclusive || fail_on_inconclusive,
+        fail_on_inconclusive: m0.fail_on_inconclusive || policy.fail_on_inconclusive,
+        fail_on_flaky: policy.fail_on_flaky || shards.iter().any(|s| s.matrix.fail_on_flaky),
         library: m0.library.clone(),
         shard: None,
         merged_from: shards
@@ -271,9 +284,12 @@ pub fn merge(shards: &[Loaded], out: &Path, fail_on_inconclusive: bool) -> Resul
             .collect(),
         cells,
         totals: Totals::default(),
+        stability: Stability::default(),
         wall_ms: shards.iter().map(|s| s.matrix.wall_ms).sum(),
         exit_code: 0,
     };
+    // Totals, exit code and the stability over every shard's seeds, from
+    // the merged cells.
     m.refresh();
     Ok(m)
 }
@@ -284,7 +300,7 @@ pub fn merge(shards: &[Loaded], out: &Path, fail_on_inconclusive: bool) -> Resul
 pub fn merge_into(
     dirs: &[PathBuf],
     out: &Path,
-    fail_on_inconclusive: bool,
+    policy: MergePolicy,
 ) -> Result<Matrix, Result<Vec<String>, anyhow::Error>> {
     let mut shards = Vec::new();
     let mut problems = Vec::new();
@@ -297,7 +313,7 @@ pub fn merge_into(
     if !problems.is_empty() {
         return Err(Ok(problems));
     }
-    let m = merge(&shards, out, fail_on_inconclusive).map_err(Ok)?;
+    let m = merge(&shards, out, policy).map_err(Ok)?;
     write_all(&m).map_err(Err)?;
     Ok(m)
 }

@@ -5,7 +5,7 @@
 //! `console` crate, which turns colour off on its own for a stream that is
 //! not a terminal or while NO_COLOR is set (even to an empty value), but
 //! turns it back on for CLICOLOR_FORCE. The rig decides once for all its
-//! output ([`crate::term`]): without colour the bar's template names none,
+//! output ([`sinkhole_base::term`]): without colour the bar's template names none,
 //! so nothing console decides can colour it.
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_model::SinkMode;
 
 use super::{cell_text, human_duration, CellResult, CellStatus};
 use crate::run;
@@ -42,7 +42,7 @@ impl Reporter {
         // 3-broker scenario is several times a 2-mode one), so its ETA tracks
         // the work left; the prefix counts cells.
         let bar = ProgressBar::with_draw_target(Some(mode_runs), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template(bar_template(crate::term::stderr_colour()))
+        let style = ProgressStyle::with_template(bar_template(sinkhole_base::term::stderr_colour()))
             .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_prefix(format!("cells 0/{cells}"));

@@ -3,14 +3,20 @@
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_base::rundir::RunDir;
+use sinkhole_model::SinkMode;
 
 use super::{human_duration, CellResult, CellStatus, Matrix};
-use crate::checker::Counts;
-use crate::results::junit::escape as xml;
+use crate::results::junit::{escape as xml, message as junit_message};
 use crate::results::report::esc;
 use crate::results::summary::ModeSummary;
-use crate::verdict::Outcome;
+use sinkhole_checker::verdict::words::{expectation_word, RIG_ERROR};
+use sinkhole_checker::verdict::Outcome;
+use sinkhole_checker::Counts;
+use stability::STABILITY_CSS;
+pub use stability::{stability_cell_text, stability_html, stability_text};
+
+mod stability;
 
 /// Every anomaly count under its short name, in the order cells show them.
 /// Nonmonotonic last: it accompanies duplicates (every replay steps back).
@@ -32,28 +38,38 @@ pub fn anomalies(c: &Counts) -> String {
     anomaly_counts(c).iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
 }
 
-/// One cell of the terminal table: `pass`, `FAIL lost=4019`, `inconclusive`,
-/// `observed dup=12`; `-` for a mode the cell does not run. Counts of a mode
-/// whose output was not read are not shown (they are not zeros).
+/// One cell of the terminal table: the verdict's words (`LOST 4019 —
+/// expected clean`, `clean (expected)`, `inconclusive — premise unmet`,
+/// `DUPLICATED 12 (no expectation)`, `rig error`); `-` for a mode the cell
+/// does not run.
 pub fn cell_text(m: Option<&ModeSummary>, status: CellStatus) -> String {
     let Some(m) = m else {
         return match status {
             CellStatus::Done => "-".to_string(),
-            CellStatus::Error => "ERROR".to_string(),
+            CellStatus::Error => RIG_ERROR.to_string(),
             CellStatus::Pending => "not run".to_string(),
             other => other.name().to_string(),
         };
     };
-    let word = match m.outcome {
-        Outcome::Fail => "FAIL",
-        Outcome::Error => "ERROR",
-        o => o.name(),
-    };
-    let counts = if m.checked { anomalies(&m.counts) } else { String::new() };
-    match (m.outcome, counts.is_empty()) {
-        (Outcome::Inconclusive, _) | (_, true) => word.to_string(),
-        _ => format!("{word} {counts}"),
-    }
+    m.words()
+}
+
+/// The totals in words: how many met their expectation, how many did not, …
+/// (`pass` and `fail` stay the machine's names, in matrix.json).
+pub fn totals_text(t: &super::Totals) -> String {
+    let said = |o| expectation_word(o);
+    format!(
+        "{} mode verdicts: {} {}, {} {}, {} {}, {} {}",
+        t.mode_runs,
+        t.pass,
+        said(Outcome::Pass),
+        t.fail,
+        said(Outcome::Fail),
+        t.inconclusive,
+        said(Outcome::Inconclusive),
+        t.observed,
+        said(Outcome::Observed)
+    )
 }
 
 fn row_label(m: &Matrix, c: &CellResult) -> String {
@@ -126,23 +142,19 @@ pub fn render_table(m: &Matrix) -> String {
     }
     let t = &m.totals;
     let mut summary = format!(
-        "{} cells ({} done, {} rig errors, {} not run), {} mode verdicts: {} pass, {} fail, {} inconclusive, {} observed; wall time {}",
+        "{} cells ({} done, {} rig errors, {} not run), {}",
         t.cells,
         t.cells_done,
         t.cells_error,
         t.cells_not_run,
-        t.mode_runs,
-        t.pass,
-        t.fail,
-        t.inconclusive,
-        t.observed,
-        human_duration(m.wall_ms)
+        totals_text(t)
     );
     if t.error > 0 {
-        summary = summary.replacen(" observed;", &format!(" observed, {} error (the rig failed);", t.error), 1);
+        summary.push_str(&format!(", {} rig error", t.error));
     }
+    summary.push_str(&format!("; wall time {}", human_duration(m.wall_ms)));
     if t.inconclusive > 0 {
-        summary.push_str(&format!(" ({} inconclusive: not failures, not passes either)", t.inconclusive));
+        summary.push_str(&format!(" ({} inconclusive: neither met nor failed)", t.inconclusive));
     }
     out.push_str(&summary);
     out.push('\n');
@@ -150,6 +162,7 @@ pub fn render_table(m: &Matrix) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    out.push_str(&stability_text(m));
     out
 }
 
@@ -230,7 +243,7 @@ td.pass{background:#dff2e1;color:#1d6e2b;font-weight:600}
 td.fail{background:#fbe0e0;color:#b71c1c;font-weight:700}
 td.inconclusive{background:#fff3d6;color:#8a5d00;font-weight:600}
 td.observed{background:#eee;color:#444;font-weight:600}
-td.error{background:#f5c6c6;color:#7f0000;font-weight:700}
+td.error{background:#f3e0f7;color:#8e24aa;font-weight:700}
 td.none{color:#aaa}
 ul.reasons{font-size:13px} ul.reasons li{margin:3px 0}
 "#;
@@ -245,7 +258,7 @@ pub fn render_html(m: &Matrix) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sinkhole {}</title><style>{CSS}</style></head><body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sinkhole {}</title><style>{CSS}{STABILITY_CSS}</style></head><body>\n",
         esc(&m.matrix_id)
     );
     let _ = writeln!(h, "<h1>sinkhole matrix {}</h1>", esc(&m.matrix_id));
@@ -273,20 +286,16 @@ pub fn render_html(m: &Matrix) -> String {
     };
     let _ = writeln!(
         h,
-        "<p class=\"meta\">started {} · {state} · wall time {} · seeds {} · {} cells, {} mode verdicts: {} pass, {} fail, {} inconclusive, {} observed, {} rig errors · exit code {} · sinkhole {} ({})</p>",
+        "<p class=\"meta\">started {} · {state} · wall time {} · seeds {} · {} cells, {}, {} rig errors · exit code {} · sinkhole {} ({})</p>",
         esc(&m.started),
         human_duration(m.wall_ms),
         esc(&m.seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
         t.cells,
-        t.mode_runs,
-        t.pass,
-        t.fail,
-        t.inconclusive,
-        t.observed,
+        esc(&totals_text(t)),
         t.cells_error + t.error,
         m.exit_code,
-        esc(crate::provenance::VERSION),
-        esc(crate::provenance::GIT_COMMIT)
+        esc(sinkhole_base::provenance::VERSION),
+        esc(sinkhole_base::provenance::GIT_COMMIT)
     );
     if let Some(line) = reuse_line(m) {
         let _ = writeln!(h, "<p class=\"meta\">{}</p>", esc(&line));
@@ -299,7 +308,7 @@ pub fn render_html(m: &Matrix) -> String {
         }
         let _ = writeln!(h, "</tr>");
         for c in m.cells.iter().filter(|c| c.kafka == v) {
-            let report = c.dir.as_ref().map(|d| rel_link(&m.dir, &d.join(crate::results::report::FILE_NAME)));
+            let report = c.dir.as_ref().map(|d| rel_link(&m.dir, &RunDir::at(d).report()));
             let run = match (&c.run_id, &report) {
                 (Some(id), Some(link)) if c.status == CellStatus::Done => {
                     format!("<a href=\"{}\">{}</a> <small>{}</small>", esc(link), esc(id), human_duration(c.wall_ms))
@@ -321,6 +330,7 @@ pub fn render_html(m: &Matrix) -> String {
         }
         let _ = writeln!(h, "</table>");
     }
+    h.push_str(&stability_html(m));
     let mut reasons = String::new();
     for c in &m.cells {
         let label = format!("{} @{} seed {}", c.scenario, c.kafka, c.seed);
@@ -360,7 +370,7 @@ pub fn render_html(m: &Matrix) -> String {
 fn html_cell(c: &CellResult, mode: SinkMode, report: Option<&str>) -> String {
     let Some(s) = c.mode(mode) else {
         let (class, text) = match c.status {
-            CellStatus::Error if c.modes_planned.contains(&mode) => ("error", "ERROR".to_string()),
+            CellStatus::Error if c.modes_planned.contains(&mode) => ("error", RIG_ERROR.to_string()),
             _ if !c.modes_planned.contains(&mode) => ("none", "-".to_string()),
             st => ("none", cell_text(None, st)),
         };
@@ -385,19 +395,9 @@ fn html_cell(c: &CellResult, mode: SinkMode, report: Option<&str>) -> String {
     } else {
         "output not counted".to_string()
     };
-    let met = match s.expected_met {
-        Some(true) => " (met)",
-        Some(false) => " (NOT met)",
-        None => "",
-    };
-    let title = format!("expected: {}{met}\n{counts}\n{}", s.expected, s.reason);
-    let word = match s.outcome {
-        Outcome::Fail => "FAIL",
-        Outcome::Error => "ERROR",
-        o => o.name(),
-    };
-    let small = if s.checked { anomalies(n) } else { String::new() };
-    let inner = if small.is_empty() { esc(word) } else { format!("{}<small>{}</small>", esc(word), esc(&small)) };
+    let words = s.words();
+    let title = format!("{words}\nexpected: {}\n{counts}\n{}", s.expected, s.reason);
+    let inner = esc(&words);
     let inner = match report {
         Some(link) if c.status == CellStatus::Done => format!("<a href=\"{}\">{inner}</a>", esc(link)),
         _ => inner,
@@ -431,25 +431,25 @@ pub fn render_junit(m: &Matrix) -> String {
             );
             match (s, c.status) {
                 (Some(s), _) => {
-                    let text = format!("expected: {}\n{}", s.expected, s.reason);
+                    let text = format!("{}\nexpected: {}\n{}", s.words(), s.expected, s.reason);
+                    let message = xml(&junit_message(s));
                     match s.outcome {
                         Outcome::Fail => {
                             sf += 1;
                             let _ = writeln!(
                                 cases,
-                                "      <failure message=\"{}\" type=\"{}\">{}</failure>",
-                                xml(&s.reason),
+                                "      <failure message=\"{message}\" type=\"{}\">{}</failure>",
                                 if s.expected_met == Some(false) { "expectation-not-met" } else { "failed" },
                                 xml(&text)
                             );
                         }
                         Outcome::Inconclusive => {
                             ss += 1;
-                            let _ = writeln!(cases, "      <skipped message=\"{}\"/>", xml(&s.reason));
+                            let _ = writeln!(cases, "      <skipped message=\"{message}\"/>");
                         }
                         Outcome::Error => {
                             se += 1;
-                            let _ = writeln!(cases, "      <error message=\"{}\" type=\"rig\"/>", xml(&s.reason));
+                            let _ = writeln!(cases, "      <error message=\"{message}\" type=\"rig\"/>");
                         }
                         Outcome::Pass | Outcome::Observed => {
                             let _ = writeln!(cases, "      <system-out>{}</system-out>", xml(&text));

@@ -13,14 +13,14 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use super::{Heal, HealAction, Nemesis};
-use crate::cluster::Cluster;
-use crate::cluster::{NodeAction, NodeEffect};
-use crate::history::fault::{
+use crate::subject::{Hold, Subject};
+use sinkhole_cluster::Cluster;
+use sinkhole_cluster::{NodeAction, NodeEffect};
+use sinkhole_history::fault::{
     node_effect_confirmed, Aimed, BrokerStart, Controller, End, IntervalStart, Isolated, NodeResult, RejoinEnd,
     Rejoined, RestartEnd, Role, RollingEnd, RollingNode, Start, Transactions, Trigger, TxnView, UnderReplicated,
 };
-use crate::scenario::{FaultKind, NamedTarget, Target};
-use crate::subject::{Hold, Subject};
+use sinkhole_scenario::{FaultKind, NamedTarget, Target};
 
 /// A cluster job running beside the loop; it hands the cluster back.
 pub(crate) type ClusterOp<'a, B> = Pin<Box<dyn Future<Output = (&'a mut B, Done)> + Send + 'a>>;
@@ -171,9 +171,10 @@ fn node_action(kind: FaultKind) -> NodeAction {
 
 /// Evidence that `node` had `role` at this moment.
 pub(crate) fn role_evidence(role: &str, of: &str, node: i32, found_by: &str) -> Role {
-    let at = crate::utc::now_ms();
+    let at = sinkhole_base::utc::now_ms();
     let of_text = if of.is_empty() { String::new() } else { format!(" of {of}") };
-    let when = format!("{}.{:03}", crate::utc::Utc::from_unix(at / 1000).rfc3339().trim_end_matches('Z'), at % 1000);
+    let when =
+        format!("{}.{:03}", sinkhole_base::utc::Utc::from_unix(at / 1000).rfc3339().trim_end_matches('Z'), at % 1000);
     Role {
         role: role.to_string(),
         of: of.to_string(),
@@ -646,7 +647,7 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
                             } else {
                                 HealAction::ResumeBroker(*node)
                             };
-                            let at = duration.and_then(crate::utc::in_ms);
+                            let at = duration.and_then(sinkhole_base::utc::in_ms);
                             self.heals.push(Heal { at, fault, action });
                         }
                     }

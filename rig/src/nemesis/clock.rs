@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use super::members::Lead;
 use super::{triggers, Due, Heal, Nemesis, Slot};
-use crate::cluster::Cluster;
-use crate::history::fault::{ModeView, Trigger};
-use crate::scenario::{FaultKind, FaultSpec, When};
 use crate::subject::{JobEvent, Notice, Subject};
+use sinkhole_cluster::Cluster;
+use sinkhole_history::fault::{ModeView, Trigger};
+use sinkhole_scenario::{FaultKind, FaultSpec, When};
 
 impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     /// Member `m`'s notice: its state, then the faults its event sets off.
@@ -182,14 +182,14 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
             );
         }
         // Cluster actions note their lateness when they leave the queue.
-        if kind.family() != crate::scenario::Family::Brokers {
+        if kind.family() != sinkhole_scenario::Family::Brokers {
             Self::note_lateness(&mut due.trigger, due.at, None);
         }
         match kind.family() {
-            crate::scenario::Family::Workers => self.fire_workers(f, due).await,
-            crate::scenario::Family::Brokers => self.fire_broker(f, due).await,
-            crate::scenario::Family::Coordinator => self.fire_coordinator(f, due).await,
-            crate::scenario::Family::Network | crate::scenario::Family::Protocol => self.fire_network(f, due).await,
+            sinkhole_scenario::Family::Workers => self.fire_workers(f, due).await,
+            sinkhole_scenario::Family::Brokers => self.fire_broker(f, due).await,
+            sinkhole_scenario::Family::Coordinator => self.fire_coordinator(f, due).await,
+            sinkhole_scenario::Family::Network | sinkhole_scenario::Family::Protocol => self.fire_network(f, due).await,
         }
     }
 }

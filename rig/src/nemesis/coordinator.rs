@@ -3,13 +3,13 @@
 //! `coordinator-crash`, armed through the subject's hooks and confirmed
 //! only once they acted.
 use super::{Due, Nemesis, Wait};
-use crate::cluster::Cluster;
-use crate::history::fault::{
+use crate::subject::{Hook, HookEnd, Subject, WorkerHit};
+use sinkhole_cluster::Cluster;
+use sinkhole_history::fault::{
     ArmedFor, ArmedStart, CrashStart, CrashedEnd, DeclinedEnd, DelayedEnd, DroppedEnd, End, LateNotification, Missed,
     NotActedEnd, Start,
 };
-use crate::scenario::{FaultKind, When};
-use crate::subject::{Hook, HookEnd, Subject, WorkerHit};
+use sinkhole_scenario::{FaultKind, When};
 
 impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     pub(super) async fn fire_coordinator(&mut self, f: usize, due: Due) -> anyhow::Result<()> {

@@ -15,12 +15,10 @@
 use std::time::Instant;
 
 use super::Config;
-use crate::history;
-
 /// One job the nemesis serves.
 pub struct Member<S> {
     pub subject: S,
-    pub history: history::Writer,
+    pub history: sinkhole_history::Writer,
     pub cfg: Config,
 }
 
@@ -45,11 +43,11 @@ pub enum Lead {
     Member(usize),
 }
 
-pub use crate::history::fault::ModeView;
+pub use sinkhole_history::fault::ModeView;
 
 #[cfg(test)]
 mod tests {
-    use crate::scenario::{Brokers, Fault, FaultSpec, Frames, NamedTarget, Target, TidSelector, When, Workers};
+    use sinkhole_scenario::{Brokers, Fault, FaultSpec, Frames, NamedTarget, Target, TidSelector, When, Workers};
 
     #[test]
     fn the_jobs_faults_are_per_member_the_clusters_shared() {

@@ -12,7 +12,7 @@
 //! while checkpoints, heartbeats and other faults go on.
 //!
 //! Every fault leaves an effect the kernel, the cluster or the proxy
-//! confirmed ([`crate::history::fault`]), and how late it fired against its
+//! confirmed ([`sinkhole_history::fault`]), and how late it fired against its
 //! time or event. A fault that fired more than [`LATE_BOUND`] late for a
 //! reason other than a restore in progress did not hit the scenario that
 //! was written: the verdict says so and is inconclusive.
@@ -32,14 +32,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use sinkhole_faults::proxy::Proxy;
-use sinkhole_workloads::model::{EventKind, SinkMode, Source};
+use sinkhole_model::{EventKind, SinkMode, Source};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::cluster::Cluster;
-use crate::history::fault::{End, FailedStart, FaultEffect, FaultRecord, Firing, Start, Trigger};
-use crate::scenario::{FaultSpec, When};
 use crate::subject::{Notice, Subject};
+use sinkhole_cluster::Cluster;
+use sinkhole_history::fault::{End, FailedStart, FaultEffect, FaultRecord, Firing, Start, Trigger};
+use sinkhole_scenario::{FaultSpec, Timing, When};
 
 pub mod brokers;
 pub mod clock;
@@ -54,9 +54,7 @@ use brokers::{ClusterJob, ClusterOp};
 use members::MemberState;
 pub use members::{Lead, Member};
 
-/// A fault that fires later than this after its time or event, for any
-/// reason but a restore in progress, makes the verdict inconclusive.
-pub const LATE_BOUND: Duration = Duration::from_secs(1);
+pub use sinkhole_history::trigger::LATE_BOUND;
 /// Lateness below this is the loop's own granularity and is not recorded.
 const LATE_NOTED: Duration = Duration::from_millis(100);
 const TICK: Duration = Duration::from_millis(10);
@@ -67,7 +65,8 @@ pub struct Config {
     pub mode: SinkMode,
     pub topic: String,
     pub partitions: u32,
-    pub transaction_timeout_ms: i32,
+    /// When the broker's view of a pause's transactions is taken.
+    pub timing: Timing,
     pub restart_delay_ms: u64,
     pub progress: bool,
     /// The share group the mode's job reads, with a share-group source
@@ -387,12 +386,12 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
                 self.pump()
             }
             HealAction::StartBroker(node) => {
-                let action = crate::cluster::NodeAction::Start;
+                let action = sinkhole_cluster::NodeAction::Start;
                 self.queue.push_back(ClusterJob::Heal { fault: f, node, action });
                 self.pump()
             }
             HealAction::ResumeBroker(node) => {
-                let action = crate::cluster::NodeAction::Resume;
+                let action = sinkhole_cluster::NodeAction::Resume;
                 self.queue.push_back(ClusterJob::Heal { fault: f, node, action });
                 self.pump()
             }
@@ -481,7 +480,7 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
                 break;
             }
         }
-        if self.slots.iter().any(|s| s.fired() && s.spec.kind.kind().family() == crate::scenario::Family::Brokers) {
+        if self.slots.iter().any(|s| s.fired() && s.spec.kind.kind().family() == sinkhole_scenario::Family::Brokers) {
             let cluster = self.cluster.as_deref_mut().expect("no cluster action in flight");
             if let Err(e) = cluster.wait_ready(Duration::from_secs(120)).await {
                 let text = format!("the cluster was not ready after the faults: {e}");

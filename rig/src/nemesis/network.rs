@@ -4,10 +4,10 @@
 
 use super::brokers::{Aim, ClusterJob};
 use super::{Due, Heal, HealAction, Nemesis};
-use crate::cluster::Cluster;
-use crate::history::fault::{End, Isolated, IsolationStart, Role, RuleEnd, RuleStart, Start, Trigger};
-use crate::scenario::{FaultKind, TidSelector};
 use crate::subject::Subject;
+use sinkhole_cluster::Cluster;
+use sinkhole_history::fault::{End, Isolated, IsolationStart, Role, RuleEnd, RuleStart, Start, Trigger};
+use sinkhole_scenario::{FaultKind, TidSelector};
 
 impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     pub(super) async fn fire_network(&mut self, f: usize, due: Due) -> anyhow::Result<()> {
@@ -85,7 +85,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         let id = proxy.add(rule.clone());
         let start = RuleStart { trigger, rule, rule_id: id.0, role, duration_ms: spec.duration_ms };
         self.fault_started(f, false, Start::Rule(start))?;
-        let at = spec.duration_ms.and_then(crate::utc::in_ms);
+        let at = spec.duration_ms.and_then(sinkhole_base::utc::in_ms);
         self.heals.push(Heal { at, fault: f, action: HealAction::RemoveRule(id) });
         Ok(())
     }
@@ -112,7 +112,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         let duration_ms = self.spec(f).duration_ms;
         let start = IsolationStart { trigger, how: "engine network disconnect".into(), nodes, role, duration_ms };
         self.fault_started(f, all, Start::Isolation(start))?;
-        let at = duration_ms.and_then(crate::utc::in_ms);
+        let at = duration_ms.and_then(sinkhole_base::utc::in_ms);
         self.heals.push(Heal { at, fault: f, action: HealAction::Rejoin(cut) });
         Ok(())
     }

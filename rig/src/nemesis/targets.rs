@@ -2,7 +2,7 @@
 //! proxy rule a network or protocol fault installs.
 use sinkhole_faults::proxy::{Action, Frames, Match, PeerGroup, Rule};
 
-use crate::scenario::{FaultKind, FaultSpec, FrameDirection, Group, NamedTarget, NetDirection, Target};
+use sinkhole_scenario::{FaultKind, FaultSpec, FrameDirection, Group, NamedTarget, NetDirection, Target};
 
 /// Which subtasks a worker fault acts on.
 pub fn worker_targets(target: &Option<Target>, parallelism: u32) -> Result<Vec<u32>, String> {
@@ -140,7 +140,7 @@ pub fn proxy_rule(
         FaultKind::NetReset => Action::Reset,
         FaultKind::NetDelay => delay()?,
         FaultKind::NetBandwidth => match &spec.kind {
-            crate::scenario::Fault::NetBandwidth(b) if b.bytes_per_sec > 0 => {
+            sinkhole_scenario::Fault::NetBandwidth(b) if b.bytes_per_sec > 0 => {
                 Action::Throttle { bytes_per_sec: b.bytes_per_sec }
             }
             _ => return Err("net-bandwidth needs bytes_per_sec ≥ 1".into()),
@@ -183,15 +183,15 @@ pub fn proxy_rule(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::When;
     use serde_json::json;
+    use sinkhole_scenario::When;
 
     use crate::nemesis::triggers::tests::spec;
-    use crate::scenario::Fault;
+    use sinkhole_scenario::Fault;
 
     #[test]
     fn network_faults_map_to_proxy_rules() {
-        use crate::scenario::{
+        use sinkhole_scenario::{
             Blackhole, Delay, ErrorName, FrameDirection as Fd, FramesError, Link, Loss, Partition as Cut,
         };
         let at = When::AtMs(0);
@@ -241,7 +241,7 @@ mod tests {
             serde_json::from_value(json!({"kind": "net-loss", "when": at, "from": ["workers"], "to": ["brokers"]}));
         assert!(no_probability.unwrap_err().to_string().contains("probability"));
         let slow =
-            crate::scenario::Bandwidth { from: vec![Group::Workers], to: vec![Group::Brokers], bytes_per_sec: 4096 };
+            sinkhole_scenario::Bandwidth { from: vec![Group::Workers], to: vec![Group::Brokers], bytes_per_sec: 4096 };
         let r = proxy_rule(&FaultSpec::new(Fault::NetBandwidth(slow), at), "slow", None, &[]).unwrap();
         assert_eq!(r.action, Action::Throttle { bytes_per_sec: 4096 });
         assert_eq!((r.matches.from, r.matches.to), (vec![PeerGroup::Workers], vec![PeerGroup::Brokers]));
@@ -269,7 +269,7 @@ mod tests {
         e.apis = vec!["NoSuchApi".into()];
         let bad_api = FaultSpec::new(Fault::ProtocolError(e), at);
         assert!(proxy_rule(&bad_api, "err", None, &[]).unwrap_err().contains("NoSuchApi"));
-        let dr = crate::scenario::Frames {
+        let dr = sinkhole_scenario::Frames {
             from: None,
             to: None,
             probability: None,

@@ -1,8 +1,8 @@
 //! When faults fire: time triggers measured from the job's first start, and
 //! event triggers matched against the subject's [`JobEvent`]s.
-use crate::history::fault::{AckedAt, Trigger, TxnAt};
-use crate::scenario::{FaultSpec, When};
 use crate::subject::JobEvent;
+use sinkhole_history::fault::{AckedAt, Trigger, TxnAt};
+use sinkhole_scenario::{FaultSpec, When};
 
 /// Time-triggered faults due `elapsed_ms` after the job first started, in
 /// time order (ties in schedule order).
@@ -153,7 +153,7 @@ pub fn event_trigger(event: &JobEvent) -> Trigger {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::scenario::{Brokers, Fault, FaultKind, NamedTarget, Outage, Target, Workers};
+    use sinkhole_scenario::{Brokers, Fault, FaultKind, NamedTarget, Outage, Target, Workers};
 
     /// A fault of a plain kind, with the least it needs (the nemesis' tests share it).
     pub(in crate::nemesis) fn spec(kind: FaultKind, when: When) -> FaultSpec {

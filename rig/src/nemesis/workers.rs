@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::{Due, Heal, HealAction, Nemesis, Wait};
-use crate::cluster::Cluster;
-use crate::history::fault::{
+use crate::subject::{OutageEnd as Restored, Subject, WorkerHit};
+use sinkhole_cluster::Cluster;
+use sinkhole_history::fault::{
     End, NoteEnd, OutageEnd, Resumed, ResumedEnd, Start, Transactions, WhileFrozen, WorkersStart,
 };
-use crate::scenario::FaultKind;
-use crate::subject::{OutageEnd as Restored, Subject, WorkerHit};
+use sinkhole_scenario::FaultKind;
 
 /// Confirmed when every target was hit and each signal was seen to act.
 fn all_confirmed(hits: &[WorkerHit]) -> bool {
@@ -63,8 +63,8 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
                     ..empty_start()
                 };
                 // Past the transaction timeout plus the broker's abort scan
-                // (≤ 1 s in the library; 1.5 s margin), while still frozen:
-                // the broker's view then is the evidence.
+                // and a margin, while still frozen: the broker's view then is
+                // the evidence.
                 let now = Instant::now();
                 if d > look_after && !open.is_empty() {
                     self.heals.push(Heal {
@@ -106,9 +106,9 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     }
 
     /// When the broker's view of a frozen worker's transaction is taken: past
-    /// the transaction timeout and the abort scan.
+    /// the transaction timeout and one abort scan ([`sinkhole_scenario::Timing`]).
     pub(super) fn look_after_ms(&self, f: usize) -> u64 {
-        u64::try_from(self.cfg(f).transaction_timeout_ms).unwrap_or(u64::MAX).saturating_add(1_500)
+        self.cfg(f).timing.look_after_ms()
     }
 
     pub(super) fn outage_ended(
@@ -144,8 +144,8 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     /// pause's start effect (and a note in the history).
     pub(super) fn observed(&mut self, f: usize, transactions: Transactions) -> anyhow::Result<()> {
         let attempt = self.attempt(f);
-        let mut obs =
-            WhileFrozen { after_ms: self.cfg(f).transaction_timeout_ms as i64 + 1_500, transactions, note: None };
+        let after_ms = i64::try_from(self.look_after_ms(f)).unwrap_or(i64::MAX);
+        let mut obs = WhileFrozen { after_ms, transactions, note: None };
         let started_in = self.slots[f].firings.last().and_then(|fi| match &fi.start {
             Start::Workers(w) => Some(w.attempt),
             _ => None,
@@ -159,7 +159,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         let name = self.slots[f].name.clone();
         let text =
             format!("fault {name}: the broker's view while frozen: {}", serde_json::to_value(&obs).unwrap_or_default());
-        self.record(f, sinkhole_workloads::model::EventKind::Note { text })?;
+        self.record(f, sinkhole_model::EventKind::Note { text })?;
         if let Some(Start::Workers(w)) = self.slots[f].firings.last_mut().map(|fi| &mut fi.start) {
             w.while_frozen = Some(obs);
         }

@@ -14,7 +14,7 @@
 //! signal ends the process with 128 + its number instead.
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::Outcome;
+use sinkhole_checker::verdict::Outcome;
 
 pub const OK: u8 = 0;
 pub const FAILED: u8 = 1;

@@ -2,20 +2,23 @@
 //! systems that read JUnit (the de-facto schema of Ant's JUnit task, which
 //! Jenkins, GitLab and GitHub reporters accept).
 //!
-//! - `fail` → `<failure message="reason">` (an expectation not met, or a job
+//! - `fail` → `<failure message="…">` (an expectation not met, or a job
 //!   that failed);
-//! - `error` → `<error message="reason" type="rig">`: the rig itself failed
+//! - `error` → `<error message="…" type="rig">`: the rig itself failed
 //!   for that mode, which says nothing about the sink;
-//! - `inconclusive` → `<skipped message="reason">`: the run could not show
+//! - `inconclusive` → `<skipped message="…">`: the run could not show
 //!   what the scenario tests, which is not a pass;
-//! - `pass` and `observed` → a plain test case.
+//! - `pass` and `observed` → a plain test case, the same text in its output.
+//!
+//! Every message starts with the verdict's words ([`message`]: `LOST 12 —
+//! expected clean — <reason>`), so a CI page that shows a passing case with
+//! lost records says so first.
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::results::summary::Summary;
-use crate::verdict::Outcome;
-
-pub const FILE_NAME: &str = "junit.xml";
+use crate::results::summary::{ModeSummary, Summary};
+use sinkhole_base::rundir::RunDir;
+use sinkhole_checker::verdict::Outcome;
 
 /// Escapes text for an XML attribute or element. Characters XML 1.0 cannot
 /// hold at all (most C0 controls) become U+FFFD.
@@ -36,6 +39,11 @@ pub fn escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// A test case's message: the verdict's words, then its reason.
+pub fn message(m: &ModeSummary) -> String {
+    format!("{} — {}", m.words(), m.reason)
 }
 
 pub fn render(s: &Summary) -> String {
@@ -64,8 +72,8 @@ pub fn render(s: &Summary) -> String {
         ("run_id", s.run_id.as_str()),
         ("kafka", s.kafka.as_str()),
         ("seed", &seed),
-        ("sinkhole_version", crate::provenance::VERSION),
-        ("sinkhole_git_commit", crate::provenance::GIT_COMMIT),
+        ("sinkhole_version", sinkhole_base::provenance::VERSION),
+        ("sinkhole_git_commit", sinkhole_base::provenance::GIT_COMMIT),
     ];
     for (k, v) in props {
         let _ = writeln!(x, "      <property name=\"{k}\" value=\"{}\"/>", escape(v));
@@ -78,32 +86,32 @@ pub fn render(s: &Summary) -> String {
             escape(m.mode.name()),
             time(m.wall_ms)
         );
-        let expected = format!("expected: {}", m.expected);
+        let text = format!("{}\nexpected: {}\n{}", m.words(), m.expected, m.reason);
+        let message = escape(&message(m));
         match m.outcome {
             Outcome::Fail => {
                 let _ = writeln!(x, "{head}>");
                 let _ = writeln!(
                     x,
-                    "      <failure message=\"{}\" type=\"{}\">{}</failure>",
-                    escape(&m.reason),
+                    "      <failure message=\"{message}\" type=\"{}\">{}</failure>",
                     if m.expected_met == Some(false) { "expectation-not-met" } else { "failed" },
-                    escape(&format!("{expected}\n{}", m.reason))
+                    escape(&text)
                 );
                 let _ = writeln!(x, "    </testcase>");
             }
             Outcome::Inconclusive => {
                 let _ = writeln!(x, "{head}>");
-                let _ = writeln!(x, "      <skipped message=\"{}\"/>", escape(&m.reason));
+                let _ = writeln!(x, "      <skipped message=\"{message}\"/>");
                 let _ = writeln!(x, "    </testcase>");
             }
             Outcome::Error => {
                 let _ = writeln!(x, "{head}>");
-                let _ = writeln!(x, "      <error message=\"{}\" type=\"rig\"/>", escape(&m.reason));
+                let _ = writeln!(x, "      <error message=\"{message}\" type=\"rig\"/>");
                 let _ = writeln!(x, "    </testcase>");
             }
             Outcome::Pass | Outcome::Observed => {
                 let _ = writeln!(x, "{head}>");
-                let _ = writeln!(x, "      <system-out>{}</system-out>", escape(&format!("{expected}\n{}", m.reason)));
+                let _ = writeln!(x, "      <system-out>{}</system-out>", escape(&text));
                 let _ = writeln!(x, "    </testcase>");
             }
         }
@@ -112,9 +120,9 @@ pub fn render(s: &Summary) -> String {
     x
 }
 
-/// Writes `dir/junit.xml`.
-pub fn write(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
-    let path = dir.join(FILE_NAME);
+/// Writes the run's `junit.xml`.
+pub fn write(dir: &RunDir, s: &Summary) -> std::io::Result<PathBuf> {
+    let path = dir.junit();
     std::fs::write(&path, render(s))?;
     Ok(path)
 }
@@ -122,14 +130,16 @@ pub fn write(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::Counts;
-    use crate::results::summary::ModeSummary;
-    use sinkhole_workloads::model::SinkMode;
+    use sinkhole_checker::verdict::Cause;
+    use sinkhole_checker::Counts;
+    use sinkhole_model::SinkMode;
 
     fn row(mode: SinkMode, outcome: Outcome, met: Option<bool>, reason: &str) -> ModeSummary {
         ModeSummary {
             mode,
             outcome,
+            words: String::new(),
+            inconclusive_cause: None,
             expected_met: met,
             expected: "lost>0".into(),
             reason: reason.into(),
@@ -157,7 +167,11 @@ mod tests {
             dir: "/tmp".into(),
             modes: vec![
                 row(SinkMode::Legacy, Outcome::Fail, Some(false), "expected lost >0, got 0 & \"more\""),
-                row(SinkMode::Kip939, Outcome::Inconclusive, None, "the broker cannot run this mode: <35>"),
+                ModeSummary {
+                    inconclusive_cause: Some(Cause::BrokerCannotRun),
+                    checked: false,
+                    ..row(SinkMode::Kip939, Outcome::Inconclusive, None, "the broker cannot run this mode: <35>")
+                },
                 row(SinkMode::TwopcInject, Outcome::Pass, Some(true), "clean as expected"),
                 row(SinkMode::AtLeastOnce, Outcome::Observed, None, "no expectation"),
             ],
@@ -172,14 +186,14 @@ mod tests {
         assert!(x.contains(r#"<testcase classname="flip&lt;319&gt;" name="legacy" time="1.500">"#), "{x}");
         assert!(
             x.contains(
-                r#"<failure message="expected lost &gt;0, got 0 &amp; &quot;more&quot;" type="expectation-not-met">"#
+                r#"<failure message="clean — expected lost&gt;0 — expected lost &gt;0, got 0 &amp; &quot;more&quot;" type="expectation-not-met">clean — expected lost&gt;0&#10;expected: lost&gt;0&#10;"#
             ),
             "{x}"
         );
         assert!(
             x.contains(
                 r#"<testcase classname="flip&lt;319&gt;" name="kip939" time="1.500">
-      <skipped message="the broker cannot run this mode: &lt;35&gt;"/>"#
+      <skipped message="inconclusive — broker cannot run the mode — the broker cannot run this mode: &lt;35&gt;"/>"#
             ),
             "{x}"
         );
@@ -187,12 +201,17 @@ mod tests {
         assert_eq!(x.matches("<failure ").count(), 1);
         assert_eq!(x.matches("<skipped ").count(), 1);
         assert!(x.contains(r#"name="twopc-inject""#) && x.contains(r#"name="at-least-once""#));
+        // A passing case says what happened to the data first, in its output.
+        assert!(
+            x.contains("<system-out>clean (expected)&#10;expected: lost&gt;0&#10;clean as expected</system-out>"),
+            "{x}"
+        );
         // Well-formed enough: every opened element is closed.
         assert_eq!(x.matches("<testcase ").count(), x.matches("</testcase>").count());
         assert!(x.ends_with("</testsuite>\n</testsuites>\n"));
         assert!(x.contains(&format!(
             "<property name=\"sinkhole_git_commit\" value=\"{}\"/>",
-            crate::provenance::GIT_COMMIT
+            sinkhole_base::provenance::GIT_COMMIT
         )));
     }
 
@@ -220,7 +239,9 @@ mod tests {
         let x = render(&s);
         assert!(x.contains(r#"tests="2" failures="0" errors="1" skipped="0""#), "{x}");
         assert!(
-            x.contains(r#"<error message="the rig failed: running mode kip939: &lt;boom&gt;" type="rig"/>"#),
+            x.contains(
+                r#"<error message="rig error — the rig failed: running mode kip939: &lt;boom&gt;" type="rig"/>"#
+            ),
             "{x}"
         );
         assert_eq!(x.matches("<failure ").count(), 0);

@@ -1,20 +1,22 @@
 //! `sinkhole check RESULTS_DIR`: a stored run judged again, offline.
 //!
 //! Each mode's output is counted again by the checker
-//! ([`crate::checker::offline`]: `drained.bin`, `history.jsonl`,
+//! ([`sinkhole_checker::offline`]: `drained.bin`, `history.jsonl`,
 //! `drained.partitions.json`); the old `verdict.json` supplies what only the
 //! run could know (the job's outcome, the faults and their confirmed effects,
-//! the expectation). The verdict is judged again by the same rules as
+//! the expectation, the premises as they were judged, a share group's view
+//! and its counts). The verdict is judged again by the same rules as
 //! `sinkhole run`, and verdict.json, summary.json, junit.xml and report.html
 //! are rewritten. No cluster is needed.
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 
-use crate::checker::offline::{self, Stored};
 use crate::results::exit::Policy;
 use crate::results::summary::{self, ModeSummary, Summary};
-use crate::verdict::{self, Verdict};
+use sinkhole_base::rundir::{ModeDir, RunDir};
+use sinkhole_checker::offline::{self, Stored};
+use sinkhole_checker::verdict::{self, Verdict};
 
 /// Exit 2 (the stored files are the input) or exit 3 (the work, e.g.
 /// writing the new files).
@@ -33,9 +35,9 @@ impl<E: Into<anyhow::Error>> From<E> for RecheckError {
 /// Where the results are: a run directory, or one mode directory in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
-    pub run_dir: PathBuf,
+    pub run_dir: RunDir,
     /// The mode directories to re-check (each has a verdict.json).
-    pub mode_dirs: Vec<PathBuf>,
+    pub mode_dirs: Vec<ModeDir>,
     pub has_summary: bool,
 }
 
@@ -43,22 +45,28 @@ pub fn layout(dir: &Path) -> Result<Layout, RecheckError> {
     if !dir.is_dir() {
         return Err(RecheckError::BadInput(anyhow!("{}: no such results directory", dir.display())));
     }
-    if dir.join("verdict.json").is_file() {
-        let run_dir = dir.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-        let has_summary = run_dir.join("summary.json").is_file();
-        return Ok(Layout { run_dir, mode_dirs: vec![dir.to_path_buf()], has_summary });
+    let (as_mode, as_run) = (ModeDir::at(dir), RunDir::at(dir));
+    if as_mode.has_verdict() {
+        let run_dir = as_mode.run().unwrap_or_else(|| RunDir::at("."));
+        let has_summary = run_dir.has_summary();
+        return Ok(Layout { run_dir, mode_dirs: vec![as_mode], has_summary });
     }
-    if dir.join("summary.json").is_file() || dir.join("scenario.yaml").is_file() {
+    if as_run.has_summary() || as_run.scenario().is_file() {
         let mut mode_dirs: Vec<PathBuf> = std::fs::read_dir(dir)
             .with_context(|| format!("listing {}", dir.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("verdict.json").is_file())
+            .filter(|p| ModeDir::at(p).has_verdict())
             .collect();
         mode_dirs.sort();
         if mode_dirs.is_empty() {
             return Err(RecheckError::BadInput(anyhow!("{}: no mode directory with a verdict.json", dir.display())));
         }
-        return Ok(Layout { run_dir: dir.to_path_buf(), mode_dirs, has_summary: dir.join("summary.json").is_file() });
+        let has_summary = as_run.has_summary();
+        return Ok(Layout {
+            run_dir: as_run,
+            mode_dirs: mode_dirs.into_iter().map(ModeDir::at).collect(),
+            has_summary,
+        });
     }
     Err(RecheckError::BadInput(anyhow!(
         "{}: not a results directory (no summary.json, scenario.yaml or verdict.json)",
@@ -73,18 +81,22 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecheckEr
 }
 
 /// Re-checks one mode directory and rewrites its verdict.json.
-pub fn recheck_mode(run_dir: &Path, dir: &Path, warn: &mut dyn FnMut(&str)) -> Result<Verdict, RecheckError> {
-    let vpath = dir.join("verdict.json");
+pub fn recheck_mode(run_dir: &RunDir, dir: &ModeDir, warn: &mut dyn FnMut(&str)) -> Result<Verdict, RecheckError> {
+    let vpath = dir.verdict();
     let mut v: Verdict = read_json(&vpath)?;
     // A mode the broker could not run was never drained (verdicts written
     // before `checked` existed say true by default).
-    let checked = v.checked && !matches!(v.job, crate::history::JobOutcome::Unsupported { .. });
+    let checked = v.checked && !matches!(v.job, sinkhole_history::JobOutcome::Unsupported { .. });
     let report = if checked {
         let stored =
             Stored { run_id: &v.run_id, expected_records: v.counts.expected, uncommitted_tail: &v.uncommitted_tail };
-        let r = offline::recount(run_dir, dir, &stored, warn).map_err(RecheckError::BadInput)?;
+        let mut r = offline::recount(run_dir, dir, &stored, warn).map_err(RecheckError::BadInput)?;
         v.history = r.history;
         v.drained = r.drained;
+        // A share group's counts are the group's, kept in its view: the output alone has none.
+        if let Some(view) = v.share.as_mut() {
+            view.fold_into(&mut r.report);
+        }
         Some(r.report)
     } else {
         None
@@ -95,11 +107,13 @@ pub fn recheck_mode(run_dir: &Path, dir: &Path, warn: &mut dyn FnMut(&str)) -> R
     v.outcome = j.outcome;
     v.expected_met = j.expected_met;
     v.reason = j.reason;
+    v.inconclusive_cause = j.cause;
     if let Some(r) = report {
         v.counts = r.counts;
         v.examples = r.examples;
         v.uncommitted_tail = r.uncommitted_tail;
     }
+    v.reword();
     verdict::write(dir, &v).with_context(|| format!("writing {}", vpath.display()))?;
     Ok(v)
 }
@@ -112,10 +126,10 @@ pub fn check_results(dir: &Path, policy: Policy, warn: &mut dyn FnMut(&str)) -> 
     let l = layout(dir)?;
     let mut verdicts = Vec::new();
     for m in &l.mode_dirs {
-        verdicts.push((recheck_mode(&l.run_dir, m, warn)?, m.join("verdict.json")));
+        verdicts.push((recheck_mode(&l.run_dir, m, warn)?, m.verdict()));
     }
     let mut summary: Summary = if l.has_summary {
-        let mut s: Summary = read_json(&l.run_dir.join("summary.json"))?;
+        let mut s: Summary = read_json(&l.run_dir.summary())?;
         s.upgrade();
         s
     } else {
@@ -123,10 +137,10 @@ pub fn check_results(dir: &Path, policy: Policy, warn: &mut dyn FnMut(&str)) -> 
         Summary {
             run_id: v.run_id.clone(),
             scenario: v.scenario.clone(),
-            source: l.run_dir.join("scenario.yaml"),
+            source: l.run_dir.scenario(),
             kafka: v.kafka.clone(),
             seed: v.seed,
-            dir: l.run_dir.clone(),
+            dir: l.run_dir.path().to_path_buf(),
             modes: Vec::new(),
             exit_code: 0,
             fail_on_inconclusive: false,
@@ -141,6 +155,8 @@ pub fn check_results(dir: &Path, policy: Policy, warn: &mut dyn FnMut(&str)) -> 
             // Only what the check decides; the rest of the row is the run's.
             Some(m) => {
                 m.outcome = row.outcome;
+                m.words = row.words;
+                m.inconclusive_cause = row.inconclusive_cause;
                 m.expected_met = row.expected_met;
                 m.reason = row.reason;
                 m.counts = row.counts;
@@ -150,14 +166,14 @@ pub fn check_results(dir: &Path, policy: Policy, warn: &mut dyn FnMut(&str)) -> 
             None => summary.modes.push(row),
         }
     }
-    summary.dir = l.run_dir.clone();
+    summary.dir = l.run_dir.path().to_path_buf();
     summary.fail_on_inconclusive = policy.fail_on_inconclusive;
     summary.exit_code = summary::exit_code_with(&summary.modes, policy);
-    let spath = l.run_dir.join("summary.json");
-    std::fs::write(&spath, crate::provenance::to_json(&summary)?)
+    let spath = l.run_dir.summary();
+    std::fs::write(&spath, sinkhole_base::provenance::to_json(&summary)?)
         .with_context(|| format!("writing {}", spath.display()))?;
     crate::results::junit::write(&l.run_dir, &summary)
-        .with_context(|| format!("writing junit.xml in {}", l.run_dir.display()))?;
+        .with_context(|| format!("writing junit.xml in {}", l.run_dir.path().display()))?;
     if let Err(e) = crate::results::report::write_report(&l.run_dir) {
         warn(&format!("report.html not rewritten: {e:#}"));
     }
@@ -195,13 +211,18 @@ mod tests {
         }
         std::fs::create_dir_all(run.join("cluster")).unwrap();
         let l = layout(&run).unwrap();
+        let (r, legacy) = (RunDir::at(&run), ModeDir::at(run.join("legacy")));
         assert_eq!(
             l,
-            Layout { run_dir: run.clone(), mode_dirs: vec![run.join("kip939"), run.join("legacy")], has_summary: true }
+            Layout {
+                run_dir: r.clone(),
+                mode_dirs: vec![ModeDir::at(run.join("kip939")), legacy.clone()],
+                has_summary: true
+            }
         );
         // One mode directory: its run is the parent.
         let l = layout(&run.join("legacy")).unwrap();
-        assert_eq!(l, Layout { run_dir: run.clone(), mode_dirs: vec![run.join("legacy")], has_summary: true });
+        assert_eq!(l, Layout { run_dir: r, mode_dirs: vec![legacy], has_summary: true });
         let _ = std::fs::remove_dir_all(&run);
     }
 
@@ -210,7 +231,9 @@ mod tests {
         let run = scratch("damaged");
         std::fs::create_dir_all(run.join("legacy")).unwrap();
         std::fs::write(run.join("legacy").join("verdict.json"), "{").unwrap();
-        let Err(RecheckError::BadInput(e)) = recheck_mode(&run, &run.join("legacy"), &mut |_| {}) else {
+        let Err(RecheckError::BadInput(e)) =
+            recheck_mode(&RunDir::at(&run), &ModeDir::at(run.join("legacy")), &mut |_| {})
+        else {
             panic!("a damaged verdict.json accepted")
         };
         assert!(e.to_string().starts_with(&run.join("legacy").join("verdict.json").display().to_string()), "{e}");

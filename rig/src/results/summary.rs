@@ -4,22 +4,28 @@
 //! `sinkhole check`; the matrix keeps each cell's rows.
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
-use sinkhole_workloads::model::SinkMode;
-
-use crate::checker;
 use crate::results::exit::{self, Policy};
-use crate::verdict::{self, Outcome, Verdict};
+use serde::{Deserialize, Serialize};
+use sinkhole_checker::verdict::words::{self, End, Facts};
+use sinkhole_checker::verdict::{self, Cause, Outcome, Verdict};
+use sinkhole_model::SinkMode;
 
 /// One row of the summary.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModeSummary {
     pub mode: SinkMode,
     pub outcome: Outcome,
+    /// What happened to the data, for people: the verdict's words. Absent in
+    /// rows written before they existed ([`ModeSummary::words`] makes them).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub words: String,
+    /// Why the outcome is inconclusive (the verdict's cause); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive_cause: Option<Cause>,
     pub expected_met: Option<bool>,
     pub expected: String,
     pub reason: String,
-    pub counts: checker::Counts,
+    pub counts: sinkhole_checker::Counts,
     pub verdict: Option<PathBuf>,
     /// The job's wall time (first worker start to the last commit).
     #[serde(default)]
@@ -34,6 +40,42 @@ impl ModeSummary {
     /// sink achieved end to end, restores and faults included.
     pub fn committed_per_sec(&self) -> u64 {
         (self.counts.committed * 1000).checked_div(self.wall_ms).unwrap_or(0)
+    }
+
+    /// The words a person reads: as the verdict made them, else (a row
+    /// written before they existed, its verdict not at hand) made from what
+    /// the row holds.
+    pub fn words(&self) -> String {
+        if !self.words.is_empty() {
+            return self.words.clone();
+        }
+        let cause = match (self.outcome, self.inconclusive_cause) {
+            (Outcome::Inconclusive, None) if !self.checked => Some(Cause::NotChecked),
+            (_, c) => c,
+        };
+        words::words(&Facts {
+            outcome: self.outcome,
+            cause,
+            expectation: (self.expected != "-").then_some(self.expected.as_str()),
+            counts: &self.counts,
+            uncommitted_tail: false,
+            checked: self.checked,
+            end: self.end(),
+        })
+    }
+
+    /// How the job ended, as far as a row without it tells: a row records
+    /// no job, but its outcome and expectation can only have come from some.
+    fn end(&self) -> End {
+        let clean = words::anomalies(&self.counts, false).is_empty();
+        match (self.outcome, self.expected.as_str()) {
+            (Outcome::Pass, "refused") => End::Refused,
+            (Outcome::Pass, e) if e.starts_with("job-failed") => End::Failed,
+            // Only a failed job fails without an expectation, or a clean one on clean data.
+            (Outcome::Fail, "-") => End::Failed,
+            (Outcome::Fail, "clean") if clean && self.checked => End::Failed,
+            _ => End::Unknown,
+        }
     }
 }
 
@@ -149,10 +191,12 @@ pub fn rig_failed(mode: SinkMode, expected: String, error: &str) -> ModeSummary 
     ModeSummary {
         mode,
         outcome: Outcome::Error,
+        words: words::RIG_ERROR.to_string(),
+        inconclusive_cause: None,
         expected_met: None,
         expected,
         reason: format!("{RIG_FAILED_PREFIX}{error}"),
-        counts: checker::Counts::default(),
+        counts: sinkhole_checker::Counts::default(),
         verdict: None,
         wall_ms: 0,
         checked: false,
@@ -163,6 +207,8 @@ pub fn summarize(v: &Verdict, path: Option<PathBuf>) -> ModeSummary {
     ModeSummary {
         mode: v.mode,
         outcome: v.outcome,
+        words: v.words(),
+        inconclusive_cause: v.cause(),
         expected_met: v.expected_met,
         expected: verdict::expectation_text(v.expectation.as_ref()),
         reason: v.reason.clone(),
@@ -184,18 +230,14 @@ pub fn exit_code_with(modes: &[ModeSummary], policy: Policy) -> u8 {
     exit::code(modes.iter().map(|m| m.outcome), false, policy)
 }
 
-/// `mode | records | committed | lost | duplicated | outcome | expected`,
-/// then the reason of each mode.
+/// `mode | records | committed | lost | duplicated | job s | committed/s |
+/// verdict`, the verdict in words (what happened to the data, then whether
+/// that was expected: `LOST 4002 (expected)`), then the reason of each mode.
 pub fn render_table(modes: &[ModeSummary]) -> String {
-    let head = ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "outcome", "expected"];
-    let rows: Vec<[String; 9]> = modes
+    let head = ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "verdict"];
+    let rows: Vec<[String; 8]> = modes
         .iter()
         .map(|m| {
-            let expected = match m.expected_met {
-                Some(true) => format!("{} (met)", m.expected),
-                Some(false) => format!("{} (NOT met)", m.expected),
-                None => m.expected.clone(),
-            };
             // Counts of a mode whose output was not read are not zeros: "-".
             let counted = |n: u64| if m.checked { n.to_string() } else { "-".to_string() };
             [
@@ -206,8 +248,7 @@ pub fn render_table(modes: &[ModeSummary]) -> String {
                 counted(m.counts.duplicated),
                 format!("{:.1}", m.wall_ms as f64 / 1000.0),
                 counted(m.committed_per_sec()),
-                m.outcome.name().to_string(),
-                expected,
+                m.words(),
             ]
         })
         .collect();
@@ -254,7 +295,7 @@ pub fn render_table(modes: &[ModeSummary]) -> String {
 pub fn render_text(s: &Summary) -> String {
     let mut out = render_table(&s.modes);
     let verdicts: Vec<(SinkMode, Option<PathBuf>)> = s.modes.iter().map(|m| (m.mode, m.verdict.clone())).collect();
-    out.push_str(&crate::latency::render_lines(&verdicts));
+    out.push_str(&sinkhole_checker::latency::render_lines(&verdicts));
     out.push_str(&format!("results: {}\n", s.dir.display()));
     out
 }
@@ -265,13 +306,22 @@ mod tests {
 
     #[test]
     fn table_and_exit_code() {
+        // Rows as a run writes them: the verdict's words and cause (rows
+        // without them are old ones: `old_rows_get_words_from_what_they_hold`).
         let row = |mode, outcome, met: Option<bool>, expected: &str, lost| ModeSummary {
             mode,
             outcome,
+            words: String::new(),
+            inconclusive_cause: None,
             expected_met: met,
             expected: expected.into(),
             reason: format!("{mode} reason"),
-            counts: checker::Counts { expected: 40000, committed: 40000 - lost, lost, ..checker::Counts::default() },
+            counts: sinkhole_checker::Counts {
+                expected: 40000,
+                committed: 40000 - lost,
+                lost,
+                ..sinkhole_checker::Counts::default()
+            },
             verdict: None,
             wall_ms: 20_000,
             checked: true,
@@ -279,23 +329,28 @@ mod tests {
         let rows = vec![
             row(SinkMode::Legacy, Outcome::Pass, Some(true), "lost>0", 2000),
             row(SinkMode::TwopcInject, Outcome::Pass, Some(true), "clean", 0),
-            ModeSummary { checked: false, ..row(SinkMode::Kip939, Outcome::Inconclusive, None, "clean", 0) },
+            ModeSummary {
+                checked: false,
+                words: "inconclusive — broker cannot run the mode".into(),
+                inconclusive_cause: Some(Cause::BrokerCannotRun),
+                ..row(SinkMode::Kip939, Outcome::Inconclusive, None, "clean", 0)
+            },
         ];
         let t = render_table(&rows);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
-            lines[0],
-            "mode         | records | committed | lost | duplicated | job s | committed/s | outcome      | expected"
+            lines,
+            [
+                "mode         | records | committed | lost | duplicated | job s | committed/s | verdict",
+                "-------------|---------|-----------|------|------------|-------|-------------|------------------------------------------",
+                "legacy       |   40000 |     38000 | 2000 |          0 |  20.0 |        1900 | LOST 2000 (expected)",
+                "twopc-inject |   40000 |     40000 |    0 |          0 |  20.0 |        2000 | clean (expected)",
+                "kip939       |   40000 |         - |    - |          - |  20.0 |           - | inconclusive — broker cannot run the mode",
+                "legacy: legacy reason",
+                "twopc-inject: twopc-inject reason",
+                "kip939: kip939 reason",
+            ]
         );
-        assert_eq!(
-            lines[2],
-            "legacy       |   40000 |     38000 | 2000 |          0 |  20.0 |        1900 | pass         | lost>0 (met)"
-        );
-        assert_eq!(
-            lines[4],
-            "kip939       |   40000 |         - |    - |          - |  20.0 |           - | inconclusive | clean"
-        );
-        assert_eq!(lines[5], "legacy: legacy reason");
         assert_eq!(exit_code(&rows), 0);
         let mut rows = rows;
         rows.push(row(SinkMode::AtLeastOnce, Outcome::Fail, Some(false), "duplicated>0", 0));
@@ -308,7 +363,8 @@ mod tests {
         rows.push(rig_failed(SinkMode::RdkafkaTxn, "clean".into(), "running mode rdkafka-txn: spawn failed"));
         assert_eq!(exit_code(&rows), 3);
         let t = render_table(&rows);
-        assert!(t.lines().any(|l| l.starts_with("rdkafka-txn") && l.contains("| error ")), "{t}");
+        assert!(t.lines().any(|l| l.starts_with("at-least-once") && l.ends_with("| clean (no expectation)")), "{t}");
+        assert!(t.lines().any(|l| l.starts_with("rdkafka-txn") && l.ends_with("| rig error")), "{t}");
         assert!(t.contains("rdkafka-txn: the rig failed: running mode rdkafka-txn: spawn failed"), "{t}");
     }
 
@@ -316,6 +372,7 @@ mod tests {
     fn old_rows_of_a_rig_failure_read_as_error() {
         let old = ModeSummary {
             outcome: Outcome::Fail,
+            words: String::new(),
             ..rig_failed(SinkMode::Legacy, "clean".into(), "checking mode legacy: drain timed out")
         };
         let judged_fail = ModeSummary { reason: "expected clean: 1 lost".into(), ..old.clone() };
@@ -336,6 +393,52 @@ mod tests {
         s.upgrade();
         assert_eq!(s.modes[0].outcome, Outcome::Error);
         assert_eq!(s.modes[1].outcome, Outcome::Fail, "a judged failure stays one");
+        assert_eq!(s.modes[0].words(), "rig error");
+    }
+
+    /// Rows written before the words existed: made from what the row holds,
+    /// the job's end told by the outcome and the expectation where only one
+    /// end can have led there.
+    #[test]
+    fn old_rows_get_words_from_what_they_hold() {
+        let row = |outcome, expected: &str, lost, checked| ModeSummary {
+            mode: SinkMode::Legacy,
+            outcome,
+            words: String::new(),
+            inconclusive_cause: None,
+            expected_met: None,
+            expected: expected.into(),
+            reason: "the reason".into(),
+            counts: sinkhole_checker::Counts { expected: 500, committed: 500 - lost, lost, ..Default::default() },
+            verdict: None,
+            wall_ms: 1,
+            checked,
+        };
+        let cases = [
+            (row(Outcome::Pass, "lost>0", 306, true), "LOST 306 (expected)"),
+            (row(Outcome::Pass, "clean", 0, true), "clean (expected)"),
+            (row(Outcome::Fail, "clean", 3, true), "LOST 3 — expected clean"),
+            (row(Outcome::Fail, "clean", 0, true), "job failed — expected clean"),
+            (row(Outcome::Fail, "-", 0, true), "job failed — not expected"),
+            (row(Outcome::Fail, "lost>0", 0, true), "clean — expected lost>0"),
+            (row(Outcome::Pass, "refused", 0, false), "refused by the broker (expected)"),
+            (row(Outcome::Pass, "job-failed", 0, true), "job failed (expected)"),
+            (row(Outcome::Observed, "-", 306, true), "LOST 306 (no expectation)"),
+            (row(Outcome::Inconclusive, "clean", 0, false), "inconclusive — output not checked"),
+            (row(Outcome::Inconclusive, "lost>0", 0, true), "inconclusive"),
+            (row(Outcome::Inconclusive, "clean", 7, true), "LOST 7, inconclusive"),
+        ];
+        for (r, want) in cases {
+            assert_eq!(r.words(), want, "{:?} {}", r.outcome, r.expected);
+            let json = serde_json::to_value(&r).unwrap();
+            assert!(json.get("words").is_none() && json.get("inconclusive_cause").is_none(), "{json}");
+        }
+        // Words a verdict made win over the row's guess.
+        let r = ModeSummary {
+            words: "LOST 3, inconclusive — fault fired late".into(),
+            ..row(Outcome::Inconclusive, "clean", 3, true)
+        };
+        assert_eq!(r.words(), "LOST 3, inconclusive — fault fired late");
     }
     #[test]
     fn text_is_the_table_the_latency_lines_and_the_directory() {
@@ -350,10 +453,12 @@ mod tests {
         let row = |mode, verdict| ModeSummary {
             mode,
             outcome: Outcome::Pass,
+            words: "clean (expected)".into(),
+            inconclusive_cause: None,
             expected_met: Some(true),
             expected: "clean".into(),
             reason: "clean as expected".into(),
-            counts: checker::Counts { expected: 10, committed: 10, ..checker::Counts::default() },
+            counts: sinkhole_checker::Counts { expected: 10, committed: 10, ..sinkhole_checker::Counts::default() },
             verdict,
             wall_ms: 1000,
             checked: true,

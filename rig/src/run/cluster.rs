@@ -3,25 +3,25 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use sinkhole_workloads::wire::acls::{self, AclBinding};
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::SaslPlain;
+use sinkhole_client::wire::acls::{self, AclBinding};
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::SaslPlain;
 
 use super::{broker_config, progress, Plan, RunError};
-use crate::cluster::containers::{ContainersCluster, ContainersSpec};
-use crate::cluster::external::ExternalCluster;
-use crate::cluster::local::{LocalCluster, LocalSpec};
-use crate::cluster::{Cluster, ClusterError};
-use crate::install;
-use crate::scenario::Backend;
+#[cfg(feature = "containers")]
+use sinkhole_cluster::containers::{ContainersCluster, ContainersSpec};
+use sinkhole_cluster::external::ExternalCluster;
+use sinkhole_cluster::local::{LocalCluster, LocalSpec};
+use sinkhole_cluster::{Cluster, ClusterError, ClusterNodes};
+use sinkhole_scenario::Backend;
 
 /// Starts the scenario's cluster on its backend: local JVMs, or containers (see
-/// [`crate::cluster::containers`]); the containers' logs go to `cluster/node-<id>/server.log`.
+/// [`sinkhole_cluster::containers`]); the containers' logs go to `cluster/node-<id>/server.log`.
 pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunError> {
     let s = &plan.scenario;
     match s.cluster.backend {
         Backend::Local => {
-            let dist = install::ensure(&s.cluster.kafka, &mut |l| progress(l)).map_err(|e| {
+            let dist = sinkhole_install::ensure(&s.cluster.kafka, &mut |l| progress(l)).map_err(|e| {
                 if e.is_bad_input() {
                     RunError::BadInput(e.into())
                 } else {
@@ -29,7 +29,7 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
                 }
             })?;
             progress(&format!("starting {} broker(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
-            let mut spec = LocalSpec::new(dist, s.cluster.brokers, plan.dir.join("cluster"));
+            let mut spec = LocalSpec::new(dist, s.cluster.brokers, plan.dir.cluster().path().to_path_buf());
             spec.broker_config = broker_config(s);
             spec.remove_dir_on_teardown = false;
             // Network and protocol faults act through the proxy (cluster.proxy, default: when one needs it).
@@ -53,7 +53,7 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
                     "backend external needs the cluster's bootstrap: cluster.external.bootstrap or --bootstrap"
                 )));
             }
-            if let Some(why) = s.faults.iter().find_map(|f| crate::cluster::external::unsupported_fault(f, &spec)) {
+            if let Some(why) = s.faults.iter().find_map(|f| sinkhole_cluster::external::unsupported_fault(f, &spec)) {
                 return Err(RunError::BadInput(anyhow!(why)));
             }
             if !s.cluster.broker_config.is_empty() {
@@ -67,6 +67,9 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
             })?;
             Ok(Box::new(c))
         }
+        #[cfg(not(feature = "containers"))]
+        Backend::Containers => Err(RunError::BadInput(anyhow!(CONTAINERS_NOT_BUILT))),
+        #[cfg(feature = "containers")]
         Backend::Containers => {
             if s.cluster.authorizer.is_some() {
                 return Err(RunError::BadInput(anyhow!(
@@ -74,12 +77,16 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
                 )));
             }
             // The proxy fronts the host-facing listeners only: refuse what needs broker↔broker traffic through it.
-            if let Some(why) = s.faults.iter().find_map(crate::cluster::containers::unsupported_fault) {
+            if let Some(why) = s.faults.iter().find_map(sinkhole_cluster::containers::unsupported_fault) {
                 return Err(RunError::BadInput(anyhow!(why)));
             }
             progress(&format!("starting {} container(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
-            let mut spec =
-                ContainersSpec::new(&s.cluster.kafka, s.cluster.brokers, plan.dir.join("cluster"), &plan.run_id);
+            let mut spec = ContainersSpec::new(
+                &s.cluster.kafka,
+                s.cluster.brokers,
+                plan.dir.cluster().path().to_path_buf(),
+                &plan.run_id,
+            );
             spec.image = s.cluster.image.clone();
             spec.broker_config = broker_config(s);
             if s.needs_proxy() {
@@ -95,6 +102,11 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
         }
     }
 }
+
+/// What a build without the containers backend (a cargo feature, off by default: its engine
+/// client is a quarter of the binary's dependencies) says when a scenario or a command asks for it.
+pub const CONTAINERS_NOT_BUILT: &str = "this sinkhole was built without the containers backend: build it with \
+     `cargo build --release -p sinkhole --features containers` (or `make build FEATURES=containers`)";
 
 /// The sink workers' user in ACL scenarios (`User:sink`).
 pub const SINK_USER: &str = "sink";
@@ -132,8 +144,7 @@ async fn grant_sink_acls(plan: &Plan, cluster: &LocalCluster, two_phase_commit: 
     let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await?;
     acls::create_acls(&mut client, &want).await?;
     acls::await_acls(&mut client, &want, Duration::from_secs(30)).await?;
-    std::fs::write(plan.dir.join("acls.json"), serde_json::to_string_pretty(&want)? + "\n")
-        .context("writing acls.json")?;
+    std::fs::write(plan.dir.acls(), serde_json::to_string_pretty(&want)? + "\n").context("writing acls.json")?;
     for a in &want {
         progress(&format!("ACL: {a}"));
     }

@@ -7,24 +7,25 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use sinkhole_workloads::model::SinkMode;
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_model::SinkMode;
 
-use super::{drain_timeout, ms, progress, progress_redirected, Plan};
-use crate::checker::{self, CheckSpec, Expected};
-use crate::cluster::Cluster;
-use crate::history::{JobOutcome, ModeOutcome};
-use crate::latency;
-use crate::premise::PremiseRecord;
+use super::{ms, progress, progress_redirected, Plan};
 use crate::results::summary::{self, summarize, ModeSummary, Timings};
 use crate::runner::{self, ModeRun};
-use crate::scenario::Scenario;
-use crate::verdict::{self, VerdictInput};
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_checker::latency;
+use sinkhole_checker::premise::PremiseRecord;
+use sinkhole_checker::verdict::{self, VerdictInput};
+use sinkhole_checker::{CheckSpec, Expected};
+use sinkhole_cluster::Cluster;
+use sinkhole_history::{JobOutcome, ModeOutcome};
+use sinkhole_scenario::Scenario;
 
 /// One mode of a group, ready to run: its directory, its topic, its live tail.
 struct Prepared {
     mode: SinkMode,
-    dir: PathBuf,
+    dir: ModeDir,
     topic: String,
     tail: Option<latency::tail::Tail>,
     /// A share-group source's state sampler (records archived while running).
@@ -36,7 +37,7 @@ struct Prepared {
 async fn prepare(plan: &Plan, cluster: &dyn Cluster, mode: SinkMode) -> anyhow::Result<Prepared> {
     let s = &plan.scenario;
     let dir = plan.mode_dir(mode);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.path().display()))?;
     let topic = plan.topic(mode);
     let mut client = Client::connect(&cluster.bootstrap_list(), ClientConfig::default()).await?;
     let configs: Vec<(String, String)> = s
@@ -77,7 +78,7 @@ fn rig_failed(s: &Scenario, mode: SinkMode, e: &anyhow::Error) -> ModeSummary {
 /// judges each; one row per mode, in `group`'s order.
 ///
 /// `held`: the premises of the modes judged before, as held (a mutant's are
-/// read beside its base's: [`crate::premise::with_base`]); this group's are added.
+/// read beside its base's: [`sinkhole_checker::premise::with_base`]); this group's are added.
 pub(super) async fn run_group(
     plan: &Plan,
     cluster: &mut dyn Cluster,
@@ -118,6 +119,7 @@ pub(super) async fn run_group(
             seed: plan.seed,
             // Progress goes to stderr; --json keeps stdout for the summary.
             progress: !progress_redirected(),
+            timing: plan.timing,
         })
         .collect();
     let lead = s
@@ -136,8 +138,8 @@ pub(super) async fn run_group(
         .zip(&outcomes)
         .map(|((_, p), o)| match (o, s.premise.get(&p.mode)) {
             (Ok(o), Some(pr)) => {
-                let events = crate::history::read(&o.history).map(|h| h.events).unwrap_or_default();
-                crate::premise::evaluate(pr, &o.faults, &events)
+                let events = sinkhole_history::read(&o.history).map(|h| h.events).unwrap_or_default();
+                sinkhole_checker::premise::evaluate(pr, &o.faults, &events)
             }
             _ => vec![],
         })
@@ -149,7 +151,7 @@ pub(super) async fn run_group(
     }
     for ((_, p), pr) in ready.iter().zip(premises.iter_mut()) {
         if let (Some(_), Some(base)) = (p.mode.mutant(), held.get(&p.mode.base())) {
-            *pr = crate::premise::with_base(std::mem::take(pr), p.mode.base().name(), base);
+            *pr = sinkhole_checker::premise::with_base(std::mem::take(pr), p.mode.base().name(), base);
         }
         if p.mode.mutant().is_some() {
             held.insert(p.mode, pr.clone());
@@ -227,14 +229,19 @@ async fn judge(
             },
             history: Some(outcome.history.clone()),
             dir: dir.clone(),
-            timeout: drain_timeout(s),
+            timeout: plan.timing.drain_timeout(),
         };
-        Some(checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
+        Some(sinkhole_checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
     };
     let share_view = match report.as_mut() {
         Some(r) => super::share::view(&bootstrap_list(&bootstrap), s, &topic, &outcome.history, r, archive_seen).await,
         None => None,
     };
+    // A share group's premises, from its view (the others were judged from what the run observed).
+    let mut premises = premises;
+    if let Some(p) = s.premise.get(&mode) {
+        premises.extend(sinkhole_checker::premise::share::evaluate(p, share_view.as_ref(), super::share::group_of(s)));
+    }
     let mut v = verdict::build(VerdictInput {
         scenario: &s.name,
         run_id: &plan.run_id,
@@ -245,7 +252,7 @@ async fn judge(
         report: report.as_ref(),
         kafka: &s.cluster.kafka,
         seed: plan.seed,
-        drained: dir.join(checker::store::FILE_NAME),
+        drained: dir.drained(),
     });
     v.share = share_view;
     // Unchecked (unsupported): still say how many records the job was for.
@@ -255,9 +262,9 @@ async fn judge(
         Err(e) => progress(&format!("{mode}: latency not recorded: {e}")),
     }
     let path = verdict::write(&dir, &v).context("writing verdict.json")?;
-    progress(&format!("{mode}: {} — {}", v.outcome.name(), v.reason));
+    progress(&format!("{mode}: {} — {}", v.words(), v.reason));
     let first =
-        crate::history::read(&outcome.history).ok().and_then(|h| first_transaction_ms(&h.events, s.job.parallelism));
+        sinkhole_history::read(&outcome.history).ok().and_then(|h| first_transaction_ms(&h.events, s.job.parallelism));
     Ok((summarize(&v, Some(path)), first))
 }
 
@@ -268,8 +275,8 @@ fn bootstrap_list(b: &str) -> Vec<String> {
 /// From the job's first start to the moment every subtask had opened its
 /// first transaction (the workers' start-up: process, connection,
 /// InitProducerId); None if some subtask never opened one.
-pub fn first_transaction_ms(events: &[sinkhole_workloads::model::Event], parallelism: u32) -> Option<u64> {
-    use sinkhole_workloads::model::{EventKind, Source};
+pub fn first_transaction_ms(events: &[sinkhole_model::Event], parallelism: u32) -> Option<u64> {
+    use sinkhole_model::{EventKind, Source};
     let start = events.iter().find(|e| matches!(e.kind, EventKind::JobStarted { .. }))?.mono_us;
     let mut first = vec![None; parallelism as usize];
     for e in events {

@@ -12,16 +12,16 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context};
-use sinkhole_workloads::model::{Mutant, SinkMode};
+use sinkhole_model::{Mutant, SinkMode};
 
-use crate::cluster::Cluster;
-use crate::install;
-use crate::latency;
 use crate::results::exit::Policy;
 use crate::results::junit;
 use crate::results::summary::{exit_code_with, Summary, Timings};
-use crate::scenario::Backend;
-use crate::scenario::{self, Scenario};
+use sinkhole_base::rundir::{ModeDir, RunDir};
+use sinkhole_checker::latency;
+use sinkhole_cluster::Cluster;
+use sinkhole_scenario::Backend;
+use sinkhole_scenario::{Scenario, Timing};
 
 mod cluster;
 mod group;
@@ -29,7 +29,7 @@ pub mod reuse;
 pub mod share;
 
 use cluster::start_cluster;
-pub use cluster::{sink_acls, SINK_USER};
+pub use cluster::{sink_acls, CONTAINERS_NOT_BUILT, SINK_USER};
 pub use group::first_transaction_ms;
 use group::run_group;
 pub use reuse::{ClusterKey, ClusterUse, Warm};
@@ -81,17 +81,21 @@ pub struct Plan {
     pub run_id: String,
     /// Short, for transactional ids.
     pub short_id: String,
-    pub dir: PathBuf,
+    /// `results/<run-id>/`: every file of the run is named by it.
+    pub dir: RunDir,
     /// The resolved fault list (explicit faults, then the random schedule's),
     /// already in `scenario.faults`; written to `schedule.json`.
-    pub schedule: crate::scenario::schedule::Resolved,
+    pub schedule: sinkhole_scenario::schedule::Resolved,
     /// How the summary's exit code counts inconclusive modes.
     pub policy: Policy,
+    /// The derived timeouts, from the resolved scenario: the observer's and the nemesis' looks
+    /// past the transaction timeout, the drain's wait.
+    pub timing: Timing,
 }
 
 impl Plan {
-    pub fn mode_dir(&self, m: SinkMode) -> PathBuf {
-        self.dir.join(m.name())
+    pub fn mode_dir(&self, m: SinkMode) -> ModeDir {
+        self.dir.mode(m.name())
     }
     /// A mutant's `~` is not legal in a topic name: [`SinkMode::slug`].
     pub fn topic(&self, m: SinkMode) -> String {
@@ -104,7 +108,7 @@ impl Plan {
 
 /// UTC `yyyymmddThhmmss` for a Unix time.
 pub fn timestamp(unix_s: u64) -> String {
-    crate::utc::Utc::from_unix(unix_s).compact()
+    sinkhole_base::utc::Utc::from_unix(unix_s).compact()
 }
 
 /// 8 hex digits (FNV-1a of the run id): unique enough per run, short enough
@@ -120,21 +124,21 @@ fn short_id(run_id: &str) -> String {
 
 /// Loads and validates the scenario and applies the command line.
 pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
-    let mut s = scenario::load(&args.file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
+    let mut s = sinkhole_scenario::load(&args.file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
     if let Some(k) = &args.kafka {
-        let v = install::parse_versions(k).map_err(|e| RunError::BadInput(e.into()))?;
+        let v = sinkhole_install::parse_versions(k).map_err(|e| RunError::BadInput(e.into()))?;
         if v.len() != 1 {
             return Err(RunError::BadInput(anyhow!("--kafka takes one version, got {}", v.join(","))));
         }
         s.cluster.kafka = v[0].clone();
         // Validation saw the file's version; a share-group source on one without share groups is refused here.
-        if let Some(why) = s.share_source().and_then(|_| crate::scenario::source::no_share_groups(&s.cluster.kafka)) {
+        if let Some(why) = s.share_source().and_then(|_| sinkhole_scenario::source::no_share_groups(&s.cluster.kafka)) {
             return Err(RunError::BadInput(anyhow!("--kafka {}: {why}", s.cluster.kafka)));
         }
     }
     // The expectations of this version and protocol (known Kafka bugs), once
     // the version is known; the resolved scenario.yaml has plain ones.
-    for note in crate::scenario::expect_by::resolve(&mut s) {
+    for note in sinkhole_scenario::expect_by::resolve(&mut s) {
         progress(&note);
     }
     let written = s.expect.clone();
@@ -167,7 +171,7 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
     if let Some(jar) = &args.connector_jar {
         let f = s.flink.get_or_insert_with(Default::default);
         f.connector_jar = Some(std::path::absolute(jar).unwrap_or_else(|_| jar.clone()));
-        crate::install::flink::check_connector_jar(jar).map_err(|e| RunError::BadInput(e.into()))?;
+        sinkhole_install::flink::check_connector_jar(jar).map_err(|e| RunError::BadInput(e.into()))?;
     } else if let Some(f) = s.flink.as_mut() {
         // A jar named relative to the scenario file, as validation read it.
         f.connector_jar = f.connector_jar_in(&args.file).map(|j| std::path::absolute(&j).unwrap_or(j));
@@ -183,13 +187,24 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
     // The random schedule becomes plain faults here, before any mode runs:
     // every mode gets the same list, and the resolved scenario.yaml replays
     // it without the seed.
-    let schedule = crate::scenario::schedule::resolve(&s, seed);
+    let schedule = sinkhole_scenario::schedule::resolve(&s, seed);
     s.faults = schedule.faults.clone();
     s.schedule = None;
+    // The premises each mode's expectation rests on, for the modes that state none: resolved
+    // once the expectations and the faults are final, and written into scenario.yaml with them.
+    for m in sinkhole_scenario::premise::defaults::resolve(&mut s) {
+        if m.source == sinkhole_scenario::premise::defaults::Source::Defaults {
+            for p in &m.premises {
+                progress(&format!("{}: premise {} by default ({})", m.mode, p.premise, p.why));
+            }
+        }
+    }
     let run_id = format!("{}-{}-{seed}", s.name, timestamp(now_unix_s));
-    let dir = args.results.join(&run_id);
+    let dir = RunDir::at(args.results.join(&run_id));
     let policy = Policy { fail_on_inconclusive: args.fail_on_inconclusive };
+    let timing = Timing::of(&s);
     Ok(Plan {
+        timing,
         scenario: s,
         source: args.file.clone(),
         seed,
@@ -260,24 +275,10 @@ pub fn broker_config(s: &Scenario) -> std::collections::BTreeMap<String, String>
         m.entry(k.to_string()).or_insert_with(|| v.to_string());
     }
     // A share-group source's lock, delivery limit, heartbeat and session, unless set.
-    for (k, v) in crate::scenario::source::broker_settings(s) {
+    for (k, v) in sinkhole_scenario::source::broker_settings(s) {
         m.entry(k).or_insert(v);
     }
     m
-}
-
-/// How long the drain waits for partitions to reach their high-water mark:
-/// long enough for the broker to abort a transaction left open by a crash
-/// (its timeout, then up to two abort scans), with a floor.
-pub fn drain_timeout(s: &Scenario) -> Duration {
-    let scan = s
-        .cluster
-        .broker_config
-        .get("transaction.abort.timed.out.transaction.cleanup.interval.ms")
-        .and_then(|v| v.to_string().parse::<u64>().ok())
-        .unwrap_or(10_000);
-    let ms = (s.job.transaction_timeout_ms.max(0) as u64).saturating_add(2 * scan).saturating_add(5_000);
-    Duration::from_millis(ms.max(15_000))
 }
 
 /// Writes the resolved scenario, starts the cluster, runs the modes (side by
@@ -330,14 +331,14 @@ pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Resul
 
 /// `scenario.yaml` (resolved: the faults the seed drew, no schedule) and `schedule.json`.
 fn write_plan(plan: &Plan) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&plan.dir).with_context(|| format!("creating {}", plan.dir.display()))?;
+    std::fs::create_dir_all(&plan.dir).with_context(|| format!("creating {}", plan.dir.path().display()))?;
     let yaml = serde_saphyr::to_string(&plan.scenario).context("rendering the resolved scenario")?;
     std::fs::write(
-        plan.dir.join("scenario.yaml"),
+        plan.dir.scenario(),
         format!("# resolved from {} (run {}, seed {})\n{yaml}", plan.source.display(), plan.run_id, plan.seed),
     )
     .context("writing scenario.yaml")?;
-    crate::scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
+    sinkhole_scenario::schedule::write(&plan.dir, &plan.schedule).context("writing schedule.json")?;
     Ok(())
 }
 
@@ -376,7 +377,8 @@ async fn execute_on(
 ) -> Result<Summary, RunError> {
     let s = &plan.scenario;
 
-    let started = crate::utc::Utc::from_unix(crate::utc::now_ms().saturating_sub(start_ms) / 1000).rfc3339();
+    let started =
+        sinkhole_base::utc::Utc::from_unix(sinkhole_base::utc::now_ms().saturating_sub(start_ms) / 1000).rfc3339();
     let t0 = Instant::now() - Duration::from_millis(start_ms);
     let mut times = Timings { side_by_side: !s.sequential && s.modes.len() > 1, ..Timings::default() };
     times.cluster_start_ms = start_ms;
@@ -401,7 +403,7 @@ async fn execute_on(
     for group in groups {
         modes.extend(run_group(plan, &mut *cluster, &group, &mut times, &mut held).await);
     }
-    let mode_dirs: Vec<PathBuf> = s.modes.iter().map(|m| plan.mode_dir(*m)).collect();
+    let mode_dirs: Vec<ModeDir> = s.modes.iter().map(|m| plan.mode_dir(*m)).collect();
     if let Err(e) = latency::write_run_log(&plan.dir, &mode_dirs) {
         progress(&format!("latency.hlog not written: {e}"));
     }
@@ -412,7 +414,7 @@ async fn execute_on(
         source: plan.source.clone(),
         kafka: s.cluster.kafka.clone(),
         seed: plan.seed,
-        dir: plan.dir.clone(),
+        dir: plan.dir.path().to_path_buf(),
         exit_code: exit_code_with(&modes, plan.policy),
         modes,
         fail_on_inconclusive: plan.policy.fail_on_inconclusive,
@@ -447,8 +449,7 @@ async fn execute_on(
 }
 
 fn write_summary(plan: &Plan, summary: &Summary) -> Result<(), RunError> {
-    std::fs::write(plan.dir.join("summary.json"), crate::provenance::to_json(summary)?)
-        .context("writing summary.json")?;
+    std::fs::write(plan.dir.summary(), sinkhole_base::provenance::to_json(summary)?).context("writing summary.json")?;
     junit::write(&plan.dir, summary).context("writing junit.xml")?;
     Ok(())
 }
@@ -484,7 +485,7 @@ pub async fn run_on(args: &RunArgs, backend: Option<Backend>, image: Option<Stri
     }
     if let Some(e) = &plan.scenario.cluster.external {
         // The command line's bootstrap is checked as the file's would be.
-        if let Some((path, why)) = crate::scenario::external::problems(e, plan.scenario.cluster.brokers).first() {
+        if let Some((path, why)) = sinkhole_scenario::external::problems(e, plan.scenario.cluster.brokers).first() {
             return Err(RunError::BadInput(anyhow!("{path}: {why}")));
         }
     }
@@ -493,7 +494,7 @@ pub async fn run_on(args: &RunArgs, backend: Option<Backend>, image: Option<Stri
         plan.run_id,
         plan.seed,
         plan.seed,
-        plan.dir.display()
+        plan.dir.path().display()
     ));
     execute(&plan).await
 }
@@ -521,7 +522,7 @@ mod tests {
     fn plan_names_the_run_and_applies_the_command_line() {
         let p = plan(&args("flip319-long-outage.yaml"), 1_787_400_000).unwrap();
         assert_eq!(p.run_id, "flip319-long-outage-20260822T120000-7");
-        assert_eq!(p.dir, PathBuf::from("/tmp/r/flip319-long-outage-20260822T120000-7"));
+        assert_eq!(p.dir.path(), std::path::Path::new("/tmp/r/flip319-long-outage-20260822T120000-7"));
         assert_eq!(p.topic(SinkMode::Legacy), "sinkhole-flip319-long-outage-20260822T120000-7-legacy");
         assert!(p.tid_prefix(SinkMode::Kip939).starts_with("sinkhole-") && p.tid_prefix(SinkMode::Kip939).len() <= 30);
         assert_eq!(p.scenario.modes.len(), 3);
@@ -545,6 +546,34 @@ mod tests {
     }
 
     #[test]
+    fn plan_gives_each_mode_its_default_premises_and_writes_them_for_the_replay() {
+        use sinkhole_scenario::premise::Premises;
+        let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let mut a = args("x");
+        a.file = data.join("flip319-no-premise.yaml");
+        a.mutants = vec![Mutant::RestoreOffByOne];
+        let p = plan(&a, 0).unwrap();
+        let legacy = &p.scenario.premise[&SinkMode::Legacy];
+        assert_eq!(legacy.timeout_abort.as_ref().and_then(|o| o.checkpoint), Some(3), "{legacy:?}");
+        // The mutant rests on what its base rests on, so the faithful run's premise can vouch for it.
+        assert_eq!(p.scenario.premise.get(&SinkMode::Mutant(Mutant::RestoreOffByOne)), Some(legacy));
+        // The resolved scenario.yaml replays with the same premises, now its own.
+        let back = sinkhole_scenario::from_str(&serde_saphyr::to_string(&p.scenario).unwrap(), "r.yaml").unwrap();
+        assert_eq!(back.premise, p.scenario.premise);
+
+        // An empty entry turns them off, for the mutant too.
+        let dir = std::env::temp_dir().join(format!("sinkhole-plan-premise-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = std::fs::read_to_string(data.join("flip319-no-premise.yaml")).unwrap() + "premise:\n  legacy: {}\n";
+        std::fs::write(dir.join("s.yaml"), text).unwrap();
+        a.file = dir.join("s.yaml");
+        let p = plan(&a, 0).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(p.scenario.premise.get(&SinkMode::Legacy), Some(&Premises::default()));
+        assert_eq!(p.scenario.premise.get(&SinkMode::Mutant(Mutant::RestoreOffByOne)), Some(&Premises::default()));
+    }
+
+    #[test]
     fn a_share_group_source_on_a_release_without_share_groups_is_bad_input() {
         let mut a = args("share-clean.yaml");
         a.kafka = Some("4.0.2".into());
@@ -558,7 +587,7 @@ mod tests {
     fn resolved_scenario_round_trips() {
         let p = plan(&args("kill-restore.yaml"), 0).unwrap();
         let yaml = serde_saphyr::to_string(&p.scenario).unwrap();
-        let back = scenario::from_str(&yaml, "resolved.yaml").unwrap();
+        let back = sinkhole_scenario::from_str(&yaml, "resolved.yaml").unwrap();
         assert_eq!(back, p.scenario);
     }
 
@@ -572,10 +601,11 @@ mod tests {
         p.scenario
             .cluster
             .broker_config
-            .insert("transaction.two.phase.commit.enable".into(), scenario::ConfigValue::Bool(false));
+            .insert("transaction.two.phase.commit.enable".into(), sinkhole_scenario::ConfigValue::Bool(false));
         assert_eq!(broker_config(&p.scenario)["transaction.two.phase.commit.enable"], "false");
-        // 5000 ms timeout + 2 × 500 ms scans + 5 s
-        assert_eq!(drain_timeout(&p.scenario), Duration::from_millis(15_000));
+        // 5000 ms timeout + 2 × 500 ms scans + 5 s is under the drain's floor; the look is one scan past the timeout.
+        assert_eq!(p.timing.drain_timeout(), Duration::from_millis(15_000));
+        assert_eq!(p.timing.look_after_ms(), 5_000 + 500 + 1_000);
     }
 
     #[test]
@@ -588,13 +618,13 @@ mod tests {
         // Its base (legacy) is not run, but its expectation is the mutant's.
         assert_eq!(
             p.scenario.expect.get(&m),
-            Some(&scenario::Expectation::Counts(
-                [(scenario::CountName::Lost, scenario::Condition::Expr(">0".into()))].into()
+            Some(&sinkhole_scenario::Expectation::Counts(
+                [(sinkhole_scenario::CountName::Lost, sinkhole_scenario::Condition::Expr(">0".into()))].into()
             ))
         );
         assert_eq!(p.topic(m), "sinkhole-flip319-long-outage-20260822T120000-7-legacy.restore-off-by-one");
         assert!(!p.tid_prefix(m).contains('~'));
-        assert_eq!(p.mode_dir(m).file_name().unwrap(), "legacy~restore-off-by-one");
+        assert_eq!(p.mode_dir(m).path().file_name().unwrap(), "legacy~restore-off-by-one");
 
         // --mutants adds every mutant whose base the scenario runs, after its own modes.
         let mut a = args("kafka-6119.yaml");

@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::client::{Client, ClientConfig};
 
 use super::{broker_config, Plan};
-use crate::cluster::Cluster;
+use sinkhole_cluster::Cluster;
 
 /// What makes two runs' clusters interchangeable: the same Kafka, the same
 /// nodes and broker settings, the same backend and image, the proxy in the

@@ -1,20 +1,20 @@
 //! A share-group source's input, before any worker: the broker must have
 //! share groups on, each mode gets its own input topic filled with every
 //! record the checker expects, and its own share group set to start at the
-//! earliest offset with the scenario's lock (README, "Share-group source").
+//! earliest offset with the scenario's lock (docs/GUIDE.md, "Share-group source").
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use kafka_protocol::messages::ApiKey;
-use sinkhole_workloads::model::ShareInput;
-use sinkhole_workloads::producer::{InitOptions, ProducerConfig, TxnProducer};
+use sinkhole_client::producer::{InitOptions, ProducerConfig, TxnProducer};
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_model::ShareInput;
 use sinkhole_workloads::source::record_of;
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
 
-use crate::checker::share::{
+use sinkhole_checker::share::{
     merge_archived, read_group, record_story, sample_archived, tally_history, ArchiveSeen, ShareView,
 };
-use crate::scenario::{Scenario, ShareSpec};
+use sinkhole_scenario::{Scenario, ShareSpec};
 
 /// Refuses a broker without usable share groups: `share.version` finalized
 /// ≥ 1 in ApiVersions and ShareGroupHeartbeat / ShareFetch / ShareAcknowledge
@@ -140,7 +140,7 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(500);
 const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Samples mode `topic`'s share-group state while its job runs, for the
-/// records archived during the run ([`crate::checker::share`]'s docs): a
+/// records archived during the run ([`sinkhole_checker::share`]'s docs): a
 /// task beside the job, like the visibility tail, reading only (the stored
 /// leader epoch, never a higher one).
 pub struct Watch {
@@ -199,7 +199,16 @@ impl Watch {
     }
 }
 
-/// The share group's view at the end ([`crate::checker::share`]), its
+/// What a share group's premises are judged against besides its view: the run's delivery limit
+/// and the records written to the input.
+pub fn group_of(s: &Scenario) -> sinkhole_checker::premise::share::Group {
+    sinkhole_checker::premise::share::Group {
+        delivery_limit: sinkhole_scenario::source::delivery_limit(s),
+        input_records: u64::from(s.job.parallelism) * s.job.records_per_subtask,
+    }
+}
+
+/// The share group's view at the end ([`sinkhole_checker::share`]), its
 /// counts moved into the report's: redelivered and archived join the counts
 /// an expectation can name, and the nonmonotonic count (a share group hands
 /// records out in no order) moves out of them into the view.
@@ -208,7 +217,7 @@ pub async fn view(
     s: &Scenario,
     topic: &str,
     history: &std::path::Path,
-    report: &mut crate::checker::CheckReport,
+    report: &mut sinkhole_checker::CheckReport,
     seen: Option<ArchiveSeen>,
 ) -> Option<ShareView> {
     let (sh, input) = (s.share_source()?, crate::runner::share_input(s, topic)?);
@@ -218,7 +227,7 @@ pub async fn view(
         ack: sh.ack.to_string(),
         ..ShareView::default()
     };
-    match crate::history::read(history) {
+    match sinkhole_history::read(history) {
         Ok(h) => {
             tally_history(&h.events, &mut v);
             for x in &report.examples.lost {
@@ -231,17 +240,14 @@ pub async fn view(
     }
     read_group(bootstrap, sh.partitions, &mut v).await;
     merge_archived(&mut v, &seen.unwrap_or_default());
-    v.out_of_order = std::mem::take(&mut report.counts.nonmonotonic);
-    report.examples.nonmonotonic.clear();
-    report.counts.redelivered = v.redelivered;
-    report.counts.archived = v.archived;
+    v.fold_into(report);
     Some(v)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sinkhole_workloads::model::AckPolicy;
+    use sinkhole_model::AckPolicy;
 
     #[test]
     fn the_delivery_limit_is_a_group_config_except_on_4_1_and_4_2() {

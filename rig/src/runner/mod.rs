@@ -13,22 +13,23 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use sinkhole_workloads::model::{ShareInput, SinkMode};
+use sinkhole_model::{ShareInput, SinkMode};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::cluster::Cluster;
-use crate::history::observation::Observation;
-use crate::history::{self, ModeOutcome};
 pub use crate::nemesis::Lead;
 use crate::nemesis::{self, Member, Nemesis};
 use crate::observer;
-use crate::scenario::premise::Premises;
-use crate::scenario::{FaultSpec, Scenario};
 use crate::subject::any::AnySubject;
 use crate::subject::flink::{self, FlinkConfig};
 use crate::subject::rig_job::{self, JobConfig, Launcher, ProcessLauncher};
 use crate::subject::{JobEvent, JobReport, Notice};
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_cluster::Cluster;
+use sinkhole_history::observation::Observation;
+use sinkhole_history::ModeOutcome;
+use sinkhole_scenario::premise::Premises;
+use sinkhole_scenario::{FaultSpec, Scenario, Timing};
 
 #[cfg(test)]
 mod tests;
@@ -39,7 +40,7 @@ pub struct ModeRun<'a> {
     pub mode: SinkMode,
     pub scenario: &'a Scenario,
     /// `results/<run-id>/<mode>/`: history.jsonl, checkpoints/, logs/ go here.
-    pub dir: PathBuf,
+    pub dir: ModeDir,
     pub topic: String,
     /// Transactional id prefix for this mode (unique per run and mode).
     pub tid_prefix: String,
@@ -48,6 +49,8 @@ pub struct ModeRun<'a> {
     pub seed: u64,
     /// Print progress lines on stderr.
     pub progress: bool,
+    /// The run's derived timeouts (when the observer and the nemesis look past the transaction timeout).
+    pub timing: Timing,
 }
 
 /// Runs one mode of the scenario on `cluster` (already up, topic created)
@@ -94,7 +97,12 @@ pub async fn run_jobs<L: Launcher + 'static, B: Cluster + ?Sized>(
     let brokers = cluster.bootstrap_list();
     let started = jobs
         .into_iter()
-        .map(|(cfg, launcher)| start_job(cfg, launcher, &bootstrap_tx, Looks::default(), brokers.clone()))
+        .map(|(cfg, launcher)| {
+            // No scenario here: no premises, and Kafka's default abort scan.
+            let looks =
+                Looks { premises: Premises::default(), timing: Timing::new(cfg.job.transaction_timeout_ms, None) };
+            start_job(cfg, launcher, &bootstrap_tx, looks, brokers.clone())
+        })
         .collect();
     side_by_side(started, faults, lead, cluster, bootstrap_tx).await
 }
@@ -119,11 +127,11 @@ struct Started {
     observer: Option<JoinHandle<Vec<Observation>>>,
 }
 
-/// What the observer looks at besides lingering transactions.
-#[derive(Debug, Clone, Default)]
+/// What the observer looks at besides lingering transactions, and when.
+#[derive(Debug, Clone)]
 pub struct Looks {
     pub premises: Premises,
-    pub abort_scan_ms: u64,
+    pub timing: Timing,
 }
 
 /// Every notice to the nemesis, and a copy of its event to the observer.
@@ -143,11 +151,11 @@ fn tee(
     (nemesis_rx, observer_rx)
 }
 
-fn history_in(dir: &std::path::Path, mode: SinkMode) -> anyhow::Result<(history::Writer, PathBuf)> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join("history.jsonl");
-    let w =
-        history::Writer::create(&path, mode, Instant::now()).with_context(|| format!("creating {}", path.display()))?;
+fn history_in(dir: &ModeDir, mode: SinkMode) -> anyhow::Result<(sinkhole_history::Writer, PathBuf)> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.path().display()))?;
+    let path = dir.history();
+    let w = sinkhole_history::Writer::create(&path, mode, Instant::now())
+        .with_context(|| format!("creating {}", path.display()))?;
     Ok((w, path))
 }
 
@@ -155,7 +163,8 @@ fn nemesis_config(
     mode: SinkMode,
     topic: &str,
     partitions: u32,
-    job: &crate::scenario::JobSpec,
+    job: &sinkhole_scenario::JobSpec,
+    timing: Timing,
     progress: bool,
     share_group: Option<String>,
 ) -> nemesis::Config {
@@ -164,16 +173,16 @@ fn nemesis_config(
         mode,
         topic: topic.to_string(),
         partitions,
-        transaction_timeout_ms: job.transaction_timeout_ms,
+        timing,
         restart_delay_ms: job.restart_delay_ms,
         progress,
     }
 }
 
 /// A mode's share-group input, named from its output topic
-/// ([`crate::scenario::source::input_topic`]), if the scenario reads one.
+/// ([`sinkhole_scenario::source::input_topic`]), if the scenario reads one.
 pub fn share_input(s: &Scenario, topic: &str) -> Option<ShareInput> {
-    use crate::scenario::source;
+    use sinkhole_scenario::source;
     s.share_source().map(|sh| ShareInput {
         group_id: source::share_group(topic),
         input_topic: source::input_topic(topic),
@@ -201,7 +210,7 @@ fn start_rig(
         security: cluster.security(),
     };
     let premises = run.scenario.premise.get(&run.mode).cloned().unwrap_or_default();
-    let looks = Looks { premises, abort_scan_ms: crate::scenario::abort_scan_ms(run.scenario) };
+    let looks = Looks { premises, timing: run.timing };
     start_job(job, ProcessLauncher::new(run.sinkhole_bin.clone()), bootstrap, looks, cluster.bootstrap_list())
 }
 
@@ -215,12 +224,11 @@ fn start_job<L: Launcher + 'static>(
 ) -> anyhow::Result<Started> {
     let (history, path) = history_in(&cfg.dir, cfg.mode)?;
     let group = cfg.share.as_ref().map(|s| s.group_id.clone());
-    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress, group);
+    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, looks.timing, cfg.progress, group);
     let ocfg = observer::Config {
         mode: cfg.mode,
         checkpoints: looks.premises.checkpoints(),
-        transaction_timeout_ms: u64::try_from(cfg.job.transaction_timeout_ms).unwrap_or(0),
-        abort_scan_ms: looks.abort_scan_ms,
+        timing: looks.timing,
         bootstrap: brokers,
     };
     let running = rig_job::start(cfg, launcher, history.clone(), bootstrap.subscribe())?;
@@ -243,12 +251,12 @@ async fn start_flink(run: &ModeRun<'_>, bootstrap: Vec<String>) -> anyhow::Resul
     let f = run.scenario.flink_spec();
     let (version, connector) = (f.version.clone(), f.connector());
     let dist = tokio::task::spawn_blocking(move || {
-        crate::install::flink::ensure(&version, &connector, &mut |l| eprintln!("sinkhole: {l}"))
+        sinkhole_install::flink::ensure(&version, &connector, &mut |l| eprintln!("sinkhole: {l}"))
     })
     .await
     .context("the Flink install's task")??;
     let connector_jar = match &f.connector_jar {
-        Some(p) => Some(crate::install::flink::check_connector_jar(p)?),
+        Some(p) => Some(sinkhole_install::flink::check_connector_jar(p)?),
         None => None,
     };
     let cfg = FlinkConfig {
@@ -267,7 +275,7 @@ async fn start_flink(run: &ModeRun<'_>, bootstrap: Vec<String>) -> anyhow::Resul
         superseded_look: run.scenario.premise.get(&run.mode).and_then(|p| p.superseded.as_ref()?.checkpoint),
     };
     let (history, path) = history_in(&cfg.dir, cfg.mode)?;
-    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, cfg.progress, None);
+    let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, run.timing, cfg.progress, None);
     let running = flink::start(cfg, history.clone())?;
     Ok(Started {
         member: Member { subject: AnySubject::Flink(running.handle), history, cfg: ncfg },
@@ -352,7 +360,7 @@ async fn side_by_side<B: Cluster + ?Sized>(
 async fn outcome(
     done: JoinHandle<anyhow::Result<JobReport>>,
     path: PathBuf,
-    faults: Vec<crate::history::fault::FaultRecord>,
+    faults: Vec<sinkhole_history::fault::FaultRecord>,
     observer: Option<JoinHandle<Vec<Observation>>>,
 ) -> anyhow::Result<ModeOutcome> {
     let report = done.await.context("the job's task")??;

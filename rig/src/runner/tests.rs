@@ -11,23 +11,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use sinkhole_base::rundir::ModeDir;
 use sinkhole_faults::process::{RunState, SignalEffect};
-use sinkhole_workloads::control::Channel;
-use sinkhole_workloads::model::{
+use sinkhole_model::{
     CommitOutcome, Committable, Event, EventKind, FromWorker, Partitioning, SinkMode, Source, SubtaskState, ToWorker,
     TxnProtocol, WorkerConfig,
 };
+use sinkhole_workloads::control::Channel;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::cluster::{BoxFuture, Cluster, ClusterError, ClusterFuture, NodeAction, NodeEffect, OnDown};
-use crate::history::{self, JobOutcome, ModeOutcome};
-use crate::scenario::{
+use crate::subject::rig_job::checkpoints::CheckpointStore;
+use crate::subject::rig_job::{JobConfig, LaunchSpec, Launcher};
+use sinkhole_cluster::{BoxFuture, Cluster, ClusterError, ClusterFuture, ClusterNodes, NodeAction, NodeEffect, OnDown};
+use sinkhole_history::{JobOutcome, ModeOutcome};
+use sinkhole_scenario::{
     Brokers as Nodes, Fault, FaultSpec, JobSpec, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling,
     Target, When, Workers,
 };
-use crate::subject::rig_job::checkpoints::CheckpointStore;
-use crate::subject::rig_job::{JobConfig, LaunchSpec, Launcher};
 
 /// How the fakes misbehave.
 #[derive(Debug, Clone, Default)]
@@ -345,10 +346,7 @@ impl Ran {
 #[derive(Debug, Default)]
 struct NoBrokers;
 
-impl Cluster for NoBrokers {
-    fn backend(&self) -> &'static str {
-        "none"
-    }
+impl ClusterNodes for NoBrokers {
     fn node_ids(&self) -> Vec<i32> {
         vec![]
     }
@@ -369,6 +367,12 @@ impl Cluster for NoBrokers {
     }
     fn wait_ready(&mut self, _timeout: Duration) -> ClusterFuture<'_, ()> {
         Box::pin(async { Ok(()) })
+    }
+}
+
+impl Cluster for NoBrokers {
+    fn backend(&self) -> &'static str {
+        "none"
     }
     fn teardown(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
@@ -405,7 +409,7 @@ async fn run_with<B: Cluster>(
     let cfg = JobConfig {
         run_id: format!("test-{name}"),
         mode: SinkMode::Legacy,
-        dir: dir.clone(),
+        dir: ModeDir::at(dir.clone()),
         job,
         topic: "out".into(),
         partitions: 3,
@@ -419,7 +423,7 @@ async fn run_with<B: Cluster>(
         .await
         .expect("the job ended within 30 s")
         .unwrap();
-    let events = history::read(&outcome.history).unwrap().events;
+    let events = sinkhole_history::read(&outcome.history).unwrap().events;
     let configs = configs.lock().unwrap().clone();
     let faults = outcome
         .faults
@@ -786,10 +790,7 @@ struct FakeBrokers {
     slow: Option<(u64, u64)>,
 }
 
-impl Cluster for FakeBrokers {
-    fn backend(&self) -> &'static str {
-        "fake"
-    }
+impl ClusterNodes for FakeBrokers {
     fn node_ids(&self) -> Vec<i32> {
         vec![1, 2, 3]
     }
@@ -847,6 +848,12 @@ impl Cluster for FakeBrokers {
         self.ready_checks += 1;
         Box::pin(async { Ok(()) })
     }
+}
+
+impl Cluster for FakeBrokers {
+    fn backend(&self) -> &'static str {
+        "fake"
+    }
     fn teardown(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
@@ -889,7 +896,7 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
     let faults = vec![
         FaultSpec {
             name: Some("restart".into()),
-            kind: Fault::BrokerRestart(Nodes { target: Target::Named(crate::scenario::NamedTarget::TxnCoordinator) }),
+            kind: Fault::BrokerRestart(Nodes { target: Target::Named(sinkhole_scenario::NamedTarget::TxnCoordinator) }),
             when: When::AtMs(150),
             duration_ms: None,
             times: None,
@@ -1171,15 +1178,15 @@ async fn worker_event_triggers_fire_at_the_commit_or_transaction_they_name() {
 
 #[tokio::test]
 async fn role_targets_are_looked_up_when_the_fault_fires_and_the_rolling_restart_goes_controller_last() {
-    let controller = Nodes { target: Target::Named(crate::scenario::NamedTarget::Controller) };
+    let controller = Nodes { target: Target::Named(sinkhole_scenario::NamedTarget::Controller) };
     let mut stop = fault("stop-controller", Fault::BrokerStop(controller), When::AtMs(50));
     stop.duration_ms = Some(50);
     let leader = Nodes { target: Target::Leader { leader: 2 } };
     let leader = fault("restart-leader", Fault::BrokerRestart(leader), When::CheckpointPersisted(2));
     let rolling = fault("rolling", Fault::RollingRestart(Rolling::default()), When::AtMs(400));
     let cut = Partition {
-        from: vec![crate::scenario::Group::Workers],
-        to: vec![crate::scenario::Group::Brokers],
+        from: vec![sinkhole_scenario::Group::Workers],
+        to: vec![sinkhole_scenario::Group::Brokers],
         direction: None,
     };
     let no_proxy = fault("cut", Fault::NetPartition(cut), When::AtMs(10));
@@ -1292,10 +1299,10 @@ async fn a_fault_that_had_to_wait_for_the_cluster_is_late_and_the_verdict_inconc
     let late = trigger["late_ms"].as_u64().unwrap_or(0);
     assert!(late > 1_000, "{trigger}");
     assert_eq!(trigger["late_because"], "the cluster was busy with fault restart");
-    let report = crate::checker::CheckReport::default();
-    let clean = crate::scenario::Expectation::Word(crate::scenario::ExpectWord::Clean);
-    let j = crate::verdict::judge(Some(&clean), &r.outcome.job, &r.outcome.faults, Some(&report));
-    assert_eq!(j.outcome, crate::verdict::Outcome::Inconclusive, "{}", j.reason);
+    let report = sinkhole_checker::CheckReport::default();
+    let clean = sinkhole_scenario::Expectation::Word(sinkhole_scenario::ExpectWord::Clean);
+    let j = sinkhole_checker::verdict::judge(Some(&clean), &r.outcome.job, &r.outcome.faults, Some(&report));
+    assert_eq!(j.outcome, sinkhole_checker::verdict::Outcome::Inconclusive, "{}", j.reason);
     assert!(
         j.reason.contains("fault kill-2 (broker-kill) fired") && j.reason.contains("ms after its time"),
         "{}",
@@ -1320,7 +1327,7 @@ async fn run_side_by_side<B: Cluster>(
         let cfg = JobConfig {
             run_id: format!("test-{name}"),
             mode,
-            dir: dir.join(mode.name()),
+            dir: ModeDir::at(dir.join(mode.name())),
             job: job(2, 3_000),
             topic: format!("out-{mode}"),
             partitions: 3,
@@ -1341,7 +1348,7 @@ async fn run_side_by_side<B: Cluster>(
         .zip(all_configs)
         .map(|(o, configs)| {
             let outcome = o.unwrap();
-            let events = history::read(&outcome.history).unwrap().events;
+            let events = sinkhole_history::read(&outcome.history).unwrap().events;
             let faults = outcome
                 .faults
                 .iter()

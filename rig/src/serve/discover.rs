@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::matrix::Matrix;
-use crate::provenance::Provenance;
 use crate::results::summary::Summary;
+use sinkhole_base::provenance::Provenance;
+use sinkhole_base::rundir::{names, MatrixDir, RunDir};
 
 /// How deep below the results directory runs are looked for.
 const DEPTH: usize = 4;
@@ -73,11 +74,11 @@ fn mtime_rfc3339(p: &Path) -> String {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    crate::utc::Utc::from_unix(secs).rfc3339()
+    sinkhole_base::utc::Utc::from_unix(secs).rfc3339()
 }
 
 fn read_run(root: &Path, dir: &Path, found: &mut Found) {
-    let path = dir.join("summary.json");
+    let path = RunDir::at(dir).summary();
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => return found.problems.push(format!("{}: {e}", rel_of(root, &path))),
@@ -98,7 +99,7 @@ fn read_run(root: &Path, dir: &Path, found: &mut Found) {
 }
 
 fn read_matrix(root: &Path, dir: &Path, found: &mut Found) {
-    let path = dir.join(crate::matrix::JSON_FILE);
+    let path = MatrixDir::at(dir).json();
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => return found.problems.push(format!("{}: {e}", rel_of(root, &path))),
@@ -120,13 +121,13 @@ fn walk(root: &Path, dir: &Path, depth: usize, found: &mut Found) {
         // symlink_metadata: a link to a directory is not walked into.
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .filter(|p| !p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') || n == "cluster"))
+        .filter(|p| !p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') || n == names::CLUSTER))
         .collect();
     dirs.sort();
     for d in dirs {
-        if d.join("summary.json").is_file() {
+        if RunDir::at(&d).has_summary() {
             read_run(root, &d, found);
-        } else if d.join(crate::matrix::JSON_FILE).is_file() {
+        } else if MatrixDir::at(&d).has_matrix() {
             read_matrix(root, &d, found);
         } else if depth > 1 {
             walk(root, &d, depth - 1, found);
@@ -137,7 +138,7 @@ fn walk(root: &Path, dir: &Path, depth: usize, found: &mut Found) {
 /// The runs and matrices under `root` (canonical), newest first.
 pub fn discover(root: &Path) -> Found {
     let mut found = Found::default();
-    if root.join("summary.json").is_file() {
+    if RunDir::at(root).has_summary() {
         // The directory given is one run.
         read_run(root, root, &mut found);
     } else {

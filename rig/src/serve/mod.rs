@@ -31,6 +31,7 @@ use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use sinkhole_base::rundir::RunDir;
 use tokio::io::AsyncRead;
 
 pub use discover::{discover, Found, MatrixEntry, RunEntry};
@@ -255,7 +256,7 @@ fn route(root: &Path, path: &str, query: &str) -> Reply {
 
 fn run_dir(root: &Path, rel: &str) -> Result<PathBuf, Refusal> {
     let d = confine(root, rel)?;
-    if d.join("summary.json").is_file() {
+    if RunDir::at(&d).has_summary() {
         Ok(d)
     } else {
         Err(Refusal::NotFound)

@@ -7,11 +7,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::discover::{Found, RunEntry};
-use crate::history::fault::FaultRecord;
 use crate::matrix::human_duration;
 use crate::results::report::{esc, fault_evidence};
-use crate::results::summary::Summary;
-use crate::verdict::{Outcome, Verdict};
+use crate::results::summary::{ModeSummary, Summary};
+use sinkhole_base::rundir::{names, MatrixDir, RunDir};
+use sinkhole_checker::verdict::Verdict;
+use sinkhole_history::fault::FaultRecord;
 
 const CSS: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:16px 24px;color:#222;background:#fafafa}
@@ -23,7 +24,7 @@ th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .o{display:inline-block;padding:1px 6px;margin:1px 2px;border-radius:8px;font-size:12px;font-weight:600;white-space:nowrap}
 .o.pass{background:#dff2e1;color:#1d6e2b}.o.fail{background:#fbe0e0;color:#b71c1c}
-.o.inconclusive{background:#fff3d6;color:#8a5d00}.o.observed{background:#eee;color:#444}.o.error{background:#f5c6c6;color:#7f0000}
+.o.inconclusive{background:#fff3d6;color:#8a5d00}.o.observed{background:#eee;color:#444}.o.error{background:#f3e0f7;color:#8e24aa}
 td.changed{background:#fff7d1}
 form{margin:4px 0;font-size:13px} select{font-size:12px;max-width:26em}
 ul.ev{margin:0;padding-left:16px;font-size:12px}
@@ -34,8 +35,8 @@ fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n{body}<p class=\"meta\">sinkhole {} ({})</p>\n</body></html>\n",
         esc(title),
-        esc(crate::provenance::VERSION),
-        esc(crate::provenance::GIT_COMMIT)
+        esc(sinkhole_base::provenance::VERSION),
+        esc(sinkhole_base::provenance::GIT_COMMIT)
     )
 }
 
@@ -64,8 +65,16 @@ pub fn href(rel: &str) -> String {
     out
 }
 
-fn badge(mode: &str, o: Outcome) -> String {
-    format!("<span class=\"o {}\">{}: {}</span>", o.name(), esc(mode), o.name())
+/// A mode's verdict in words (`legacy: LOST 4002 (expected)`), coloured by
+/// the outcome (expected or not); the reason on hover.
+fn badge(m: &ModeSummary) -> String {
+    format!(
+        "<span class=\"o {}\" title=\"{}\">{}: {}</span>",
+        m.outcome.name(),
+        esc(&m.reason),
+        esc(m.mode.name()),
+        esc(&m.words())
+    )
 }
 
 fn dir_href(rel: &str) -> String {
@@ -90,7 +99,7 @@ pub fn index(root: &Path, found: &Found) -> String {
         b.push_str("<table id=\"runs\"><tr><th>started (UTC)</th><th>run</th><th>scenario</th><th>modes</th><th>Kafka</th><th>seed</th><th>wall time</th><th>exit</th><th>sinkhole</th></tr>\n");
         for r in &found.runs {
             let s = &r.summary;
-            let modes: String = s.modes.iter().map(|m| badge(m.mode.name(), m.outcome)).collect();
+            let modes: String = s.modes.iter().map(badge).collect();
             let report = format!("{}report.html", dir_href(&r.rel));
             let _ = writeln!(
                 b,
@@ -114,7 +123,7 @@ pub fn index(root: &Path, found: &Found) -> String {
     if found.matrices.is_empty() {
         b.push_str("<p>No matrix here (a matrix is a directory with a matrix.json).</p>\n");
     } else {
-        b.push_str("<table id=\"matrices\"><tr><th>started (UTC)</th><th>matrix</th><th>cells</th><th>pass</th><th>fail</th><th>inconclusive</th><th>observed</th><th>rig errors</th><th>wall time</th><th>exit</th><th>state</th></tr>\n");
+        b.push_str("<table id=\"matrices\"><tr><th>started (UTC)</th><th>matrix</th><th>cells</th><th>as expected</th><th>NOT as expected</th><th>inconclusive</th><th>observed</th><th>rig errors</th><th>wall time</th><th>exit</th><th>state</th></tr>\n");
         for e in &found.matrices {
             let m = &e.matrix;
             let t = &m.totals;
@@ -127,9 +136,10 @@ pub fn index(root: &Path, found: &Found) -> String {
             };
             let _ = writeln!(
                 b,
-                "<tr class=\"matrix\"><td>{}</td><td><a href=\"{}matrix.html\">{}</a> <small>(<a href=\"{}\">files</a>)</small></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                "<tr class=\"matrix\"><td>{}</td><td><a href=\"{}{}\">{}</a> <small>(<a href=\"{}\">files</a>)</small></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
                 esc(&m.started),
                 esc(&dir_href(&e.rel)),
+                names::MATRIX_HTML,
                 esc(&m.matrix_id),
                 esc(&dir_href(&e.rel)),
                 t.cells,
@@ -203,11 +213,11 @@ pub fn listing(root: &Path, dir: &Path) -> String {
         esc(&rel),
         if rel.is_empty() { "" } else { " · <a href=\"../\">up</a>" }
     );
-    if dir.join(crate::results::report::FILE_NAME).is_file() {
-        b.push_str("<p><a href=\"report.html\"><b>report.html</b></a>: the run's report</p>\n");
+    if RunDir::at(dir).report().is_file() {
+        let _ = writeln!(b, "<p><a href=\"{0}\"><b>{0}</b></a>: the run's report</p>", names::REPORT);
     }
-    if dir.join(crate::matrix::HTML_FILE).is_file() {
-        b.push_str("<p><a href=\"matrix.html\"><b>matrix.html</b></a>: the matrix</p>\n");
+    if MatrixDir::at(dir).html().is_file() {
+        let _ = writeln!(b, "<p><a href=\"{0}\"><b>{0}</b></a>: the matrix</p>", names::MATRIX_HTML);
     }
     let mut entries: Vec<(bool, String, u64)> = std::fs::read_dir(dir)
         .map(|rd| {
@@ -243,25 +253,26 @@ pub fn listing(root: &Path, dir: &Path) -> String {
 /// A line of the diff's run table: how to read it from a summary.
 type SummaryField = dyn Fn(&Summary) -> String;
 /// A row of the diff's counts: which count.
-type CountOf = fn(&crate::checker::Counts) -> u64;
+type CountOf = fn(&sinkhole_checker::Counts) -> u64;
 
 /// A run as the diff reads it: the summary and each mode's verdict.
 struct Side {
     rel: String,
     summary: Option<Summary>,
     verdicts: BTreeMap<String, Verdict>,
-    provenance: crate::provenance::Provenance,
+    provenance: sinkhole_base::provenance::Provenance,
 }
 
 fn side(root: &Path, dir: &Path) -> Side {
-    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap_or_default();
+    let run = RunDir::at(dir);
+    let text = std::fs::read_to_string(run.summary()).unwrap_or_default();
     let mut summary: Option<Summary> = serde_json::from_str(&text).ok();
     if let Some(s) = summary.as_mut() {
         s.upgrade();
     }
     let mut verdicts = BTreeMap::new();
     for m in summary.iter().flat_map(|s| s.modes.iter()) {
-        let p = dir.join(m.mode.name()).join("verdict.json");
+        let p = run.mode(m.mode.name()).verdict();
         if let Some(v) = std::fs::read_to_string(&p).ok().and_then(|t| serde_json::from_str::<Verdict>(&t).ok()) {
             verdicts.insert(m.mode.name().to_string(), v);
         }
@@ -270,8 +281,8 @@ fn side(root: &Path, dir: &Path) -> Side {
         rel: dir.strip_prefix(root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
         summary,
         verdicts,
-        provenance: crate::provenance::Provenance::of_json(&text)
-            .unwrap_or_else(|| crate::provenance::Provenance::of_json("{}").expect("an object")),
+        provenance: sinkhole_base::provenance::Provenance::of_json(&text)
+            .unwrap_or_else(|| sinkhole_base::provenance::Provenance::of_json("{}").expect("an object")),
     }
 }
 
@@ -331,6 +342,15 @@ pub fn diff(root: &Path, a: &Path, b: &Path) -> String {
             esc(&name(&b))
         );
     }
+    runs_table(&mut h, &a, &b);
+    for mode in &modes_of(&a, &b) {
+        mode_diff(&mut h, mode, &a, &b);
+    }
+    page(&format!("sinkhole diff: {}", name(&a)), &h)
+}
+
+/// The two runs: what summary.json says of each, the rig that ran them, their reports.
+fn runs_table(h: &mut String, a: &Side, b: &Side) {
     h.push_str("<table id=\"runs\"><tr><th></th><th>A</th><th>B</th></tr>\n");
     let field = |s: &Side, f: &dyn Fn(&Summary) -> String| s.summary.as_ref().map(f).unwrap_or_default();
     let rows: [(&str, &SummaryField); 7] = [
@@ -345,7 +365,7 @@ pub fn diff(root: &Path, a: &Path, b: &Path) -> String {
         ("scenario file", &|s| s.source.display().to_string()),
     ];
     for (k, f) in rows {
-        let _ = writeln!(h, "<tr><th>{k}</th>{}</tr>", cell(&field(&a, f), &field(&b, f)));
+        let _ = writeln!(h, "<tr><th>{k}</th>{}</tr>", cell(&field(a, f), &field(b, f)));
     }
     let _ = writeln!(h, "<tr><th>sinkhole</th>{}</tr>", cell(&a.provenance.rig(), &b.provenance.rig()));
     let _ = writeln!(
@@ -356,92 +376,107 @@ pub fn diff(root: &Path, a: &Path, b: &Path) -> String {
         esc(&format!("{}report.html", dir_href(&b.rel))),
         esc(&b.rel)
     );
+}
+
+/// The modes either run ran, A's first, in their order.
+fn modes_of(a: &Side, b: &Side) -> Vec<String> {
     let mut modes: Vec<String> = Vec::new();
-    for s in [&a, &b] {
+    for s in [a, b] {
         for m in s.summary.iter().flat_map(|x| x.modes.iter()) {
             if !modes.contains(&m.mode.name().to_string()) {
                 modes.push(m.mode.name().to_string());
             }
         }
     }
-    for mode in &modes {
-        let row = |s: &Side| s.summary.as_ref().and_then(|x| x.modes.iter().find(|m| m.mode.name() == mode).cloned());
-        let (ra, rb) = (row(&a), row(&b));
-        let (va, vb) = (a.verdicts.get(mode), b.verdicts.get(mode));
-        let _ = writeln!(h, "<h2 id=\"mode-{0}\">{0}</h2>", esc(mode));
-        let outcome = |r: &Option<crate::results::summary::ModeSummary>| {
-            r.as_ref().map(|m| badge(mode, m.outcome)).unwrap_or_else(|| "-".into())
-        };
-        let reason =
-            |r: &Option<crate::results::summary::ModeSummary>| r.as_ref().map(|m| m.reason.clone()).unwrap_or_default();
-        let _ = writeln!(
-            h,
-            "<table class=\"outcome\"><tr><th></th><th>A</th><th>B</th></tr><tr><th>outcome</th><td>{}</td><td>{}</td></tr><tr><th>reason</th>{}</tr></table>",
-            outcome(&ra),
-            outcome(&rb),
-            cell(&reason(&ra), &reason(&rb))
-        );
-        h.push_str(
-            "<h3>Counts</h3>\n<table class=\"counts\"><tr><th>count</th><th>A</th><th>B</th><th>B − A</th></tr>\n",
-        );
-        let counted =
-            |r: &Option<crate::results::summary::ModeSummary>| r.as_ref().filter(|m| m.checked).map(|m| m.counts);
-        let (ca, cb) = (counted(&ra), counted(&rb));
-        let counts: [(&str, CountOf); 10] = [
-            ("expected", |c| c.expected),
-            ("committed", |c| c.committed),
-            ("lost", |c| c.lost),
-            ("duplicated", |c| c.duplicated),
-            ("unexpected", |c| c.unexpected),
-            ("nonmonotonic", |c| c.nonmonotonic),
-            ("aborted_read", |c| c.aborted_read),
-            ("torn_transaction", |c| c.torn_transaction),
-            ("uncommitted_tail", |c| c.uncommitted_tail),
-            ("lingering", |c| c.lingering),
-        ];
-        for (k, f) in counts {
-            num_row(&mut h, k, ca.as_ref().map(f), cb.as_ref().map(f));
-        }
-        h.push_str("</table>\n<h3>Latency p99 (µs)</h3>\n");
-        let mut metrics: Vec<&String> = Vec::new();
-        for v in [va, vb].into_iter().flatten() {
-            for k in v.latency.keys() {
-                if !metrics.contains(&k) {
-                    metrics.push(k);
-                }
+    modes
+}
+
+/// One mode in both runs: outcome and reason, counts, latency, faults.
+fn mode_diff(h: &mut String, mode: &str, a: &Side, b: &Side) {
+    let row = |s: &Side| s.summary.as_ref().and_then(|x| x.modes.iter().find(|m| m.mode.name() == mode).cloned());
+    let (ra, rb) = (row(a), row(b));
+    let (va, vb) = (a.verdicts.get(mode), b.verdicts.get(mode));
+    let _ = writeln!(h, "<h2 id=\"mode-{0}\">{0}</h2>", esc(mode));
+    let outcome = |r: &Option<ModeSummary>| r.as_ref().map(badge).unwrap_or_else(|| "-".into());
+    let reason = |r: &Option<ModeSummary>| r.as_ref().map(|m| m.reason.clone()).unwrap_or_default();
+    let _ = writeln!(
+        h,
+        "<table class=\"outcome\"><tr><th></th><th>A</th><th>B</th></tr><tr><th>verdict</th><td>{}</td><td>{}</td></tr><tr><th>reason</th>{}</tr></table>",
+        outcome(&ra),
+        outcome(&rb),
+        cell(&reason(&ra), &reason(&rb))
+    );
+    counts_diff(h, &ra, &rb);
+    latency_diff(h, va, vb);
+    faults_diff(h, va, vb);
+}
+
+/// The counts of each side (of an output that was checked) and B − A.
+fn counts_diff(h: &mut String, ra: &Option<ModeSummary>, rb: &Option<ModeSummary>) {
+    h.push_str("<h3>Counts</h3>\n<table class=\"counts\"><tr><th>count</th><th>A</th><th>B</th><th>B − A</th></tr>\n");
+    let counted = |r: &Option<ModeSummary>| r.as_ref().filter(|m| m.checked).map(|m| m.counts);
+    let (ca, cb) = (counted(ra), counted(rb));
+    let counts: [(&str, CountOf); 10] = [
+        ("expected", |c| c.expected),
+        ("committed", |c| c.committed),
+        ("lost", |c| c.lost),
+        ("duplicated", |c| c.duplicated),
+        ("unexpected", |c| c.unexpected),
+        ("nonmonotonic", |c| c.nonmonotonic),
+        ("aborted_read", |c| c.aborted_read),
+        ("torn_transaction", |c| c.torn_transaction),
+        ("uncommitted_tail", |c| c.uncommitted_tail),
+        ("lingering", |c| c.lingering),
+    ];
+    for (k, f) in counts {
+        num_row(h, k, ca.as_ref().map(f), cb.as_ref().map(f));
+    }
+    h.push_str("</table>\n");
+}
+
+/// The p99 of every latency metric either side recorded, and B − A.
+fn latency_diff(h: &mut String, va: Option<&Verdict>, vb: Option<&Verdict>) {
+    h.push_str("<h3>Latency p99 (µs)</h3>\n");
+    let mut metrics: Vec<&String> = Vec::new();
+    for v in [va, vb].into_iter().flatten() {
+        for k in v.latency.keys() {
+            if !metrics.contains(&k) {
+                metrics.push(k);
             }
         }
-        if metrics.is_empty() {
-            h.push_str("<p class=\"meta\">no latency recorded</p>\n");
-        } else {
-            h.push_str("<table class=\"latency\"><tr><th>metric</th><th>A</th><th>B</th><th>B − A</th></tr>\n");
-            for k in metrics {
-                let p99 = |v: Option<&Verdict>| v.and_then(|v| v.latency.get(k)).map(|s| s.p99);
-                num_row(&mut h, k, p99(va), p99(vb));
-            }
-            h.push_str("</table>\n");
-        }
-        h.push_str("<h3>Faults</h3>\n");
-        let mut names: Vec<&str> = Vec::new();
-        for v in [va, vb].into_iter().flatten() {
-            for f in &v.faults {
-                if !names.contains(&f.name.as_str()) {
-                    names.push(&f.name);
-                }
-            }
-        }
-        if names.is_empty() {
-            h.push_str("<p class=\"meta\">no faults</p>\n");
-            continue;
-        }
-        h.push_str("<table class=\"faults\"><tr><th>fault</th><th>A</th><th>B</th></tr>\n");
-        for n in names {
-            let list = |v: Option<&Verdict>| {
-                v.map(|v| faults_list(&v.faults, n)).unwrap_or_else(|| "<i>no verdict</i>".into())
-            };
-            let _ = writeln!(h, "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", esc(n), list(va), list(vb));
+    }
+    if metrics.is_empty() {
+        h.push_str("<p class=\"meta\">no latency recorded</p>\n");
+    } else {
+        h.push_str("<table class=\"latency\"><tr><th>metric</th><th>A</th><th>B</th><th>B − A</th></tr>\n");
+        for k in metrics {
+            let p99 = |v: Option<&Verdict>| v.and_then(|v| v.latency.get(k)).map(|s| s.p99);
+            num_row(h, k, p99(va), p99(vb));
         }
         h.push_str("</table>\n");
     }
-    page(&format!("sinkhole diff: {}", name(&a)), &h)
+}
+
+/// Each fault of either side, with what it did on each.
+fn faults_diff(h: &mut String, va: Option<&Verdict>, vb: Option<&Verdict>) {
+    h.push_str("<h3>Faults</h3>\n");
+    let mut names: Vec<&str> = Vec::new();
+    for v in [va, vb].into_iter().flatten() {
+        for f in &v.faults {
+            if !names.contains(&f.name.as_str()) {
+                names.push(&f.name);
+            }
+        }
+    }
+    if names.is_empty() {
+        h.push_str("<p class=\"meta\">no faults</p>\n");
+        return;
+    }
+    h.push_str("<table class=\"faults\"><tr><th>fault</th><th>A</th><th>B</th></tr>\n");
+    for n in names {
+        let list =
+            |v: Option<&Verdict>| v.map(|v| faults_list(&v.faults, n)).unwrap_or_else(|| "<i>no verdict</i>".into());
+        let _ = writeln!(h, "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", esc(n), list(va), list(vb));
+    }
+    h.push_str("</table>\n");
 }

@@ -90,7 +90,7 @@ fn the_index_escapes_what_the_results_say() {
         wall_ms: None,
         ..Default::default()
     };
-    std::fs::write(run.join("summary.json"), crate::provenance::to_json(&summary).unwrap()).unwrap();
+    std::fs::write(run.join("summary.json"), sinkhole_base::provenance::to_json(&summary).unwrap()).unwrap();
     let found = discover(&root);
     assert_eq!(found.runs.len(), 1);
     assert_eq!(found.runs[0].started, "2026-01-01T00:00:00Z");

@@ -17,13 +17,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use serde::Serialize;
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_base::rundir::RunDir;
+use sinkhole_model::SinkMode;
 
 use crate::results::summary::{ModeSummary, Summary};
 use crate::run::{self, RunArgs, RunError};
-use crate::scenario::{self, FaultSpec, Scenario};
-use crate::verdict::Outcome;
 pub use search::{candidates, shrink_with, Candidate, Search, Stop};
+use sinkhole_checker::verdict::words::RIG_ERROR;
+use sinkhole_checker::verdict::Outcome;
+use sinkhole_scenario::{FaultSpec, Scenario};
 
 pub const DIR: &str = "shrink";
 pub const YAML_FILE: &str = "minimal.yaml";
@@ -70,7 +72,7 @@ pub struct Target {
 impl Target {
     pub fn of(m: &ModeSummary) -> Result<Target, String> {
         if m.outcome != Outcome::Fail {
-            return Err(format!("{} did not fail in this run ({}): nothing to shrink", m.mode, m.outcome.name()));
+            return Err(format!("{} did not fail in this run ({}): nothing to shrink", m.mode, m.words()));
         }
         let kinds = failure_kinds(m);
         let Some(kind) = kinds.first().cloned() else {
@@ -125,6 +127,8 @@ pub struct Try {
     pub step: String,
     pub faults: usize,
     pub outcome: Outcome,
+    /// The verdict in words (`LOST 3 — expected clean`).
+    pub words: String,
     pub detail: String,
     pub same: bool,
     #[serde(default)]
@@ -152,8 +156,8 @@ pub struct Shrunk {
     pub wall_ms: u64,
 }
 
-fn read_summary(dir: &Path) -> Result<Summary, RunError> {
-    let path = dir.join("summary.json");
+fn read_summary(dir: &RunDir) -> Result<Summary, RunError> {
+    let path = dir.summary();
     let text = std::fs::read_to_string(&path)
         .map_err(|e| RunError::BadInput(anyhow!("{}: {e} (not a run directory?)", path.display())))?;
     serde_json::from_str(&text).map_err(|e| RunError::BadInput(anyhow!("{}: {e}", path.display())))
@@ -167,27 +171,15 @@ fn progress(line: &str) {
 /// result (minimal.yaml and shrink.json written).
 pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
     let t0 = Instant::now();
-    let summary = read_summary(&args.run_dir)?;
-    let row = match &args.mode {
-        Some(name) => {
-            let m =
-                SinkMode::parse(name).ok_or_else(|| RunError::BadInput(anyhow!(run::unknown_mode("--mode", name))))?;
-            summary
-                .modes
-                .iter()
-                .find(|r| r.mode == m)
-                .ok_or_else(|| RunError::BadInput(anyhow!("{m} did not run in {}", args.run_dir.display())))?
-        }
-        None => summary.modes.iter().find(|r| r.outcome == Outcome::Fail).ok_or_else(|| {
-            RunError::BadInput(anyhow!("no mode failed in {}: nothing to shrink", args.run_dir.display()))
-        })?,
-    };
+    let run_dir = RunDir::at(&args.run_dir);
+    let summary = read_summary(&run_dir)?;
+    let row = mode_to_shrink(&args, &summary)?;
     let target = Target::of(row).map_err(|e| RunError::BadInput(anyhow!(e)))?;
-    let scenario_file = args.run_dir.join("scenario.yaml");
-    let base = scenario::load(&scenario_file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
+    let scenario_file = run_dir.scenario();
+    let base = sinkhole_scenario::load(&scenario_file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
     let out = args.run_dir.join(DIR);
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let runs_dir = out.join("runs");
+    let trials = Trials { summary: &summary, base: &base, target: &target, out: &out, runs_dir: out.join("runs") };
     progress(&format!(
         "{} in {} (seed {}): {} faults; target: {} fails with {} (was: {}); at most {} runs, {} s",
         target.mode,
@@ -210,52 +202,16 @@ pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
             stop = Some(Stop::Time);
             break;
         }
-        let n = search.runs + 1;
-        let file = out.join(format!("try-{n}.yaml"));
-        let s = candidate_scenario(&base, target.mode, &c.faults);
-        let header = vec![format!("shrink candidate {n} of run {}: {}", summary.run_id, c.step)];
-        std::fs::write(&file, scenario_yaml(&s, &header)?).with_context(|| format!("writing {}", file.display()))?;
-        let rargs = RunArgs { file, seed: Some(summary.seed), results: runs_dir.clone(), ..RunArgs::default() };
-        let t = match run::run_on(&rargs, None, None).await {
-            Ok(sum) => match sum.modes.iter().find(|m| m.mode == target.mode) {
-                Some(m) => Try {
-                    step: c.step.clone(),
-                    faults: c.faults.len(),
-                    outcome: m.outcome,
-                    detail: detail(m),
-                    same: target.same(m),
-                    dir: Some(sum.dir.clone()),
-                },
-                None => Try {
-                    step: c.step.clone(),
-                    faults: c.faults.len(),
-                    outcome: Outcome::Error,
-                    detail: "the mode did not run".into(),
-                    same: false,
-                    dir: Some(sum.dir.clone()),
-                },
-            },
-            // A candidate the rig could not run is no reproduction.
-            Err(e) => Try {
-                step: c.step.clone(),
-                faults: c.faults.len(),
-                outcome: Outcome::Error,
-                detail: match e {
-                    RunError::BadInput(e) | RunError::Failed(e) => format!("{e:#}").chars().take(160).collect(),
-                },
-                same: false,
-                dir: None,
-            },
-        };
+        let t = trials.run(search.runs + 1, &c).await?;
         let same = t.same;
         search.report(c, same);
         progress(&format!(
-            "run {}/{} [{} s] {} → {} {}{}; smallest so far: {} faults",
+            "run {}/{} [{} s] {} → {} — {}{}; smallest so far: {} faults",
             search.runs,
             args.max_runs,
             t0.elapsed().as_secs(),
             t.step,
-            t.outcome.name(),
+            t.words,
             t.detail,
             if same { " (same failure: kept)" } else { "" },
             search.current().len()
@@ -265,29 +221,7 @@ pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
     run::set_progress_sink(None);
     let stop = stop.unwrap_or_else(|| search.stop());
     let minimal = out.join(YAML_FILE);
-    let s = candidate_scenario(&base, target.mode, search.current());
-    let header = vec![
-        format!(
-            "shrunk by `sinkhole shrink` from run {} ({}, Kafka {}): {} of {} faults after {} runs ({}), still {} with {}",
-            summary.run_id,
-            summary.scenario,
-            summary.kafka,
-            search.current().len(),
-            base.faults.len(),
-            search.runs,
-            match stop {
-                Stop::Minimal => "no smaller candidate fails the same way",
-                Stop::Runs => "the run budget ran out",
-                Stop::Time => "the time budget ran out",
-            },
-            target.mode,
-            target.kind
-        ),
-        format!("replay: sinkhole run {} --seed {}", minimal.display(), summary.seed),
-        format!("seed: {}", summary.seed),
-    ];
-    let yaml = scenario_yaml(&s, &header)?;
-    std::fs::write(&minimal, &yaml).with_context(|| format!("writing {}", minimal.display()))?;
+    let yaml = trials.write_minimal(&search, stop, &minimal)?;
     let result = Shrunk {
         run_dir: args.run_dir.clone(),
         run_id: summary.run_id.clone(),
@@ -304,9 +238,103 @@ pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
         minimal,
         wall_ms: t0.elapsed().as_millis() as u64,
     };
-    std::fs::write(out.join(JSON_FILE), crate::provenance::to_json(&result)?).context("writing shrink.json")?;
+    std::fs::write(out.join(JSON_FILE), sinkhole_base::provenance::to_json(&result)?).context("writing shrink.json")?;
     print!("{yaml}");
     Ok(result)
+}
+
+/// The row of the mode to shrink for: the one `--mode` names, else the run's first failing mode.
+fn mode_to_shrink<'a>(args: &ShrinkArgs, summary: &'a Summary) -> Result<&'a ModeSummary, RunError> {
+    match &args.mode {
+        Some(name) => {
+            let m =
+                SinkMode::parse(name).ok_or_else(|| RunError::BadInput(anyhow!(run::unknown_mode("--mode", name))))?;
+            summary
+                .modes
+                .iter()
+                .find(|r| r.mode == m)
+                .ok_or_else(|| RunError::BadInput(anyhow!("{m} did not run in {}", args.run_dir.display())))
+        }
+        None => summary.modes.iter().find(|r| r.outcome == Outcome::Fail).ok_or_else(|| {
+            RunError::BadInput(anyhow!("no mode failed in {}: nothing to shrink", args.run_dir.display()))
+        }),
+    }
+}
+
+/// What every candidate run shares: the failing run, its scenario, the
+/// failure to reproduce, and where the candidates and their runs are written.
+struct Trials<'a> {
+    summary: &'a Summary,
+    base: &'a Scenario,
+    target: &'a Target,
+    out: &'a Path,
+    runs_dir: PathBuf,
+}
+
+impl Trials<'_> {
+    /// Candidate `n`: its scenario written as `try-N.yaml` and run with the run's seed.
+    async fn run(&self, n: u32, c: &Candidate) -> Result<Try, RunError> {
+        let file = self.out.join(format!("try-{n}.yaml"));
+        let s = candidate_scenario(self.base, self.target.mode, &c.faults);
+        let header = vec![format!("shrink candidate {n} of run {}: {}", self.summary.run_id, c.step)];
+        std::fs::write(&file, scenario_yaml(&s, &header)?).with_context(|| format!("writing {}", file.display()))?;
+        let rargs =
+            RunArgs { file, seed: Some(self.summary.seed), results: self.runs_dir.clone(), ..RunArgs::default() };
+        let tried = |outcome, words, detail, same, dir| Try {
+            step: c.step.clone(),
+            faults: c.faults.len(),
+            outcome,
+            words,
+            detail,
+            same,
+            dir,
+        };
+        Ok(match run::run_on(&rargs, None, None).await {
+            Ok(sum) => match sum.modes.iter().find(|m| m.mode == self.target.mode) {
+                Some(m) => tried(m.outcome, m.words(), detail(m), self.target.same(m), Some(sum.dir.clone())),
+                None => {
+                    tried(Outcome::Error, RIG_ERROR.into(), "the mode did not run".into(), false, Some(sum.dir.clone()))
+                }
+            },
+            // A candidate the rig could not run is no reproduction.
+            Err(e) => {
+                let detail = match e {
+                    RunError::BadInput(e) | RunError::Failed(e) => format!("{e:#}").chars().take(160).collect(),
+                };
+                tried(Outcome::Error, RIG_ERROR.into(), detail, false, None)
+            }
+        })
+    }
+
+    /// `minimal.yaml`: the smallest fault list found, with how it was found
+    /// and how to replay it; returns its text.
+    fn write_minimal(&self, search: &Search, stop: Stop, minimal: &Path) -> Result<String, RunError> {
+        let (summary, target) = (self.summary, self.target);
+        let s = candidate_scenario(self.base, target.mode, search.current());
+        let header = vec![
+            format!(
+                "shrunk by `sinkhole shrink` from run {} ({}, Kafka {}): {} of {} faults after {} runs ({}), still {} with {}",
+                summary.run_id,
+                summary.scenario,
+                summary.kafka,
+                search.current().len(),
+                self.base.faults.len(),
+                search.runs,
+                match stop {
+                    Stop::Minimal => "no smaller candidate fails the same way",
+                    Stop::Runs => "the run budget ran out",
+                    Stop::Time => "the time budget ran out",
+                },
+                target.mode,
+                target.kind
+            ),
+            format!("replay: sinkhole run {} --seed {}", minimal.display(), summary.seed),
+            format!("seed: {}", summary.seed),
+        ];
+        let yaml = scenario_yaml(&s, &header)?;
+        std::fs::write(minimal, &yaml).with_context(|| format!("writing {}", minimal.display()))?;
+        Ok(yaml)
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use crate::scenario::{FaultSpec, When};
+use sinkhole_scenario::{FaultSpec, When};
 
 /// A duration is not halved below this (ms): a shorter fault is mostly no
 /// fault, and the halving must stop somewhere.

@@ -1,10 +1,10 @@
 //! The shrinking search on synthetic failing predicates (no cluster), the
 //! failure a candidate must reproduce, and the minimal scenario's file.
-use sinkhole_workloads::model::{Mutant, SinkMode};
+use sinkhole_model::{Mutant, SinkMode};
 
 use super::*;
-use crate::checker::Counts;
-use crate::scenario::When;
+use sinkhole_checker::Counts;
+use sinkhole_scenario::When;
 
 const FILE: &str = "\
 name: shrink-test
@@ -25,7 +25,7 @@ expect:
 ";
 
 fn scenario() -> Scenario {
-    scenario::from_str(FILE, "shrink-test.yaml").unwrap_or_else(|e| panic!("{}", e.render()))
+    sinkhole_scenario::from_str(FILE, "shrink-test.yaml").unwrap_or_else(|e| panic!("{}", e.render()))
 }
 
 fn names(f: &[FaultSpec]) -> Vec<&str> {
@@ -107,6 +107,8 @@ fn row(mode: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> M
     ModeSummary {
         mode,
         outcome,
+        words: String::new(),
+        inconclusive_cause: None,
         expected_met: None,
         expected: "clean".into(),
         reason: reason.into(),
@@ -138,7 +140,7 @@ fn the_minimal_scenario_runs_only_the_target_mode_and_loads_again() {
     let s = candidate_scenario(&base, m, &base.faults[1..2]);
     let text = scenario_yaml(&s, &["shrunk: 1 of 5 faults".into(), "seed: 7".into()]).unwrap();
     assert!(text.starts_with("# shrunk: 1 of 5 faults\n# seed: 7\n"), "{text}");
-    let back = scenario::from_str(&text, "minimal.yaml").unwrap_or_else(|e| panic!("{}\n{text}", e.render()));
+    let back = sinkhole_scenario::from_str(&text, "minimal.yaml").unwrap_or_else(|e| panic!("{}\n{text}", e.render()));
     assert_eq!(back.modes, [m]);
     assert_eq!(back.expect.keys().copied().collect::<Vec<_>>(), [m]);
     assert_eq!(names(&back.faults), ["b"]);

@@ -34,7 +34,7 @@ use std::time::Instant;
 use nix::sys::signal::Signal;
 use tokio::sync::oneshot;
 
-pub use crate::history::fault::WorkerHit;
+pub use sinkhole_history::fault::WorkerHit;
 
 pub mod any;
 pub mod flink;
@@ -43,7 +43,7 @@ pub mod rig_job;
 /// How a job ended, as its subject saw it.
 #[derive(Debug, Clone)]
 pub struct JobReport {
-    pub job: crate::history::JobOutcome,
+    pub job: sinkhole_history::JobOutcome,
     pub attempts: u32,
     pub checkpoints_completed: u64,
     /// Committables the sink logged and dropped (legacy's silent loss; KafkaCommitter's log lines).

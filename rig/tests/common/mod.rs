@@ -3,7 +3,12 @@
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use sinkhole_rig::install::{self, KafkaDist};
+use sinkhole_client::wire::client::ClientConfig;
+use sinkhole_install::KafkaDist;
+
+#[cfg(feature = "containers")]
+pub mod containers;
+pub mod files;
 
 /// Clusters are heavy on a 2-core machine: tests that start one take turns.
 pub fn serial() -> MutexGuard<'static, ()> {
@@ -13,7 +18,7 @@ pub fn serial() -> MutexGuard<'static, ()> {
 
 /// Kafka 4.4.0 from the cache, installed on first use.
 pub fn dist(version: &str) -> KafkaDist {
-    install::ensure(version, &mut |l| eprintln!("setup: {l}")).expect("install Kafka")
+    sinkhole_install::ensure(version, &mut |l| eprintln!("setup: {l}")).expect("install Kafka")
 }
 
 /// A fresh directory for one test's cluster.
@@ -21,6 +26,16 @@ pub fn test_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sinkhole-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
+}
+
+/// A wire client that gives up within two seconds: for a node that may be down, paused or
+/// moving its coordinators.
+pub fn quick_client() -> ClientConfig {
+    ClientConfig {
+        request_timeout: std::time::Duration::from_secs(2),
+        retry_deadline: std::time::Duration::from_secs(2),
+        ..ClientConfig::default()
+    }
 }
 
 pub fn bin() -> PathBuf {
@@ -31,8 +46,8 @@ pub fn bin() -> PathBuf {
 /// KIP-939's broker settings on (2PC and unstable API versions, so
 /// InitProducerId v6 is advertised) and a 500 ms timeout-abort scan, so a
 /// transaction past its timeout is aborted within a second.
-pub fn two_pc_spec(name: &str) -> sinkhole_rig::cluster::local::LocalSpec {
-    let mut spec = sinkhole_rig::cluster::local::LocalSpec::new(dist("4.4.0"), 1, test_dir(name));
+pub fn two_pc_spec(name: &str) -> sinkhole_cluster::local::LocalSpec {
+    let mut spec = sinkhole_cluster::local::LocalSpec::new(dist("4.4.0"), 1, test_dir(name));
     spec.remove_dir_on_teardown = true;
     for (k, v) in [
         ("transaction.two.phase.commit.enable", "true"),

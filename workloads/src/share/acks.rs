@@ -16,8 +16,8 @@ use bytes::{Buf, Bytes};
 use kafka_protocol::messages::share_fetch_response::AcquiredRecords;
 use kafka_protocol::records::RecordBatchDecoder;
 
-use crate::wire::share_fetch::{AckBatch, ACK_GAP};
-use crate::wire::WireError;
+use sinkhole_client::wire::share_fetch::{AckBatch, ACK_GAP};
+use sinkhole_client::wire::WireError;
 
 /// One record delivered to this member.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,8 +120,8 @@ pub fn gap_acks(gaps: &[i64]) -> impl Iterator<Item = (i64, i8)> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::producer::accumulator::{encode_batch, PendingRecord};
-    use crate::wire::share_fetch::{ACK_ACCEPT, ACK_REJECT, ACK_RELEASE};
+    use sinkhole_client::producer::accumulator::{encode_batch, PendingRecord};
+    use sinkhole_client::wire::share_fetch::{ACK_ACCEPT, ACK_REJECT, ACK_RELEASE};
 
     fn range(first: i64, last: i64, count: i16) -> AcquiredRecords {
         AcquiredRecords::default().with_first_offset(first).with_last_offset(last).with_delivery_count(count)

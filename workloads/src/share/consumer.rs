@@ -9,9 +9,10 @@ use uuid::Uuid;
 
 use super::acks::{ack_batches, acquired_records, decode_records, gap_acks, ShareRecord};
 use super::membership::{Heartbeat, Membership};
-use crate::wire::share_acknowledge::{PartitionAcks, ShareAcknowledgeParams};
-use crate::wire::share_fetch::{AcquireMode, FetchPartitionAcks, ShareFetchParams};
-use crate::wire::{Client, ClientConfig, KafkaCode, WireError};
+use kafka_protocol::messages::ShareFetchResponse;
+use sinkhole_client::wire::share_acknowledge::{PartitionAcks, ShareAcknowledgeParams};
+use sinkhole_client::wire::share_fetch::{AcquireMode, FetchPartitionAcks, ShareFetchParams};
+use sinkhole_client::wire::{Client, ClientConfig, KafkaCode, WireError};
 
 /// Settings of a share consumer; defaults follow Java's `ShareConsumer`
 /// configs where one exists.
@@ -63,6 +64,15 @@ pub struct AckResult {
     pub error: Option<String>,
     /// Sent on a ShareFetch (piggy-backed) or a ShareAcknowledge.
     pub via: &'static str,
+}
+
+/// One ShareFetch planned for a leader: the request, the partitions its
+/// session adds and forgets, and the acknowledgements it carries.
+struct FetchPlan {
+    params: ShareFetchParams,
+    added: Vec<(Uuid, i32)>,
+    forgotten: Vec<(Uuid, i32)>,
+    sent_acks: BTreeMap<(Uuid, i32), BTreeMap<i64, i8>>,
 }
 
 /// One broker's share session (Java's `ShareSessionHandler`).
@@ -249,132 +259,186 @@ impl ShareConsumer {
         let mut records = vec![];
         let mut results = vec![];
         for (node, assigned) in by_leader {
-            let session = self.sessions.entry(node).or_default();
-            // Java's `ShareSessionHandler.newShareFetchBuilder`: a new session
-            // lists every partition; a continued one the added ones, and forgets
-            // the ones no longer assigned.
-            let added: Vec<(Uuid, i32)> = if session.epoch == 0 {
-                assigned.iter().copied().collect()
-            } else {
-                assigned.difference(&session.partitions).copied().collect()
-            };
-            let forgotten: Vec<(Uuid, i32)> =
-                if session.epoch == 0 { vec![] } else { session.partitions.difference(&assigned).copied().collect() };
-            let mut sent_acks: BTreeMap<(Uuid, i32), BTreeMap<i64, i8>> = BTreeMap::new();
-            for tp in &assigned {
-                if let Some(a) = self.pending.remove(tp) {
-                    sent_acks.insert(*tp, a);
-                }
-            }
-            let mut topics: BTreeMap<Uuid, Vec<FetchPartitionAcks>> = BTreeMap::new();
-            let in_request: BTreeSet<(Uuid, i32)> = added.iter().chain(sent_acks.keys()).copied().collect();
-            for (id, p) in &in_request {
-                let acks = sent_acks.get(&(*id, *p)).map(ack_batches).unwrap_or_default();
-                topics.entry(*id).or_default().push(FetchPartitionAcks { partition: *p, acks });
-            }
-            let mut forgotten_by_topic: BTreeMap<Uuid, Vec<i32>> = BTreeMap::new();
-            for (id, p) in &forgotten {
-                forgotten_by_topic.entry(*id).or_default().push(*p);
-            }
-            let params = ShareFetchParams {
-                group_id: self.config.group_id.clone(),
-                member_id: self.member_id.clone(),
-                share_session_epoch: session.epoch,
-                max_wait_ms: self.config.max_wait.as_millis().min(i32::MAX as u128) as i32,
-                min_bytes: self.config.min_bytes,
-                max_bytes: self.config.max_bytes,
-                max_records: self.config.max_records,
-                batch_size: self.config.max_records,
-                acquire_mode: self.config.acquire_mode,
-                is_renew_ack: sent_acks.values().any(|a| a.values().any(|t| *t == crate::wire::share_fetch::ACK_RENEW)),
-                topics: topics.into_iter().collect(),
-                forgotten: forgotten_by_topic.into_iter().collect(),
-            };
-            let reply = self.client.share_fetch(node, &params).await;
-            let session = self.sessions.entry(node).or_default();
-            let (resp, version) = match reply {
-                Ok(r) => r,
-                Err(e) => {
-                    // `ShareSessionHandler.handleError`: a new session next time.
-                    session.reset();
-                    for ((id, p), acks) in sent_acks {
-                        results.push(self.ack_result(id, p, acks, Some(e.to_string()), "ShareFetch"));
-                    }
-                    if e.is_connection_error() {
-                        continue;
-                    }
-                    return Err(e);
-                }
-            };
-            self.fetch_version = Some(version);
-            let top = KafkaCode(resp.error_code);
-            if !top.is_ok() {
-                if matches!(
-                    top,
-                    KafkaCode::SHARE_SESSION_NOT_FOUND
-                        | KafkaCode::INVALID_SHARE_SESSION_EPOCH
-                        | KafkaCode::SHARE_SESSION_LIMIT_REACHED
-                ) {
-                    session.reset();
-                } else {
-                    session.next_epoch();
-                }
-                debug!(node, code = %top, "ShareFetch refused");
-                for ((id, p), acks) in sent_acks {
-                    results.push(self.ack_result(id, p, acks, Some(top.name()), "ShareFetch"));
-                }
-                if top == KafkaCode::UNKNOWN_TOPIC_ID {
-                    self.client.metadata(Some(&self.config.topics)).await?;
-                    self.refresh_topics();
-                }
-                continue;
-            }
-            session.next_epoch();
-            session.partitions.extend(added.iter().copied());
-            for f in &forgotten {
-                session.partitions.remove(f);
-            }
-            self.lock_timeout_ms = Some(resp.acquisition_lock_timeout_ms);
-            let mut refresh = false;
-            for t in &resp.responses {
-                let topic = self.topic_name(t.topic_id);
-                for p in &t.partitions {
-                    if let Some(acks) = sent_acks.remove(&(t.topic_id, p.partition_index)) {
-                        let err = KafkaCode::from_code(p.acknowledge_error_code).map(|c| c.name());
-                        results.push(AckResult {
-                            topic: topic.clone(),
-                            partition: p.partition_index,
-                            acks,
-                            error: err,
-                            via: "ShareFetch",
-                        });
-                    }
-                    let code = KafkaCode(p.error_code);
-                    if !code.is_ok() {
-                        debug!(topic, partition = p.partition_index, %code, "ShareFetch partition error");
-                        refresh |=
-                            matches!(code, KafkaCode::NOT_LEADER_OR_FOLLOWER | KafkaCode::UNKNOWN_TOPIC_OR_PARTITION);
-                        continue;
-                    }
-                    let data = p.records.clone().unwrap_or_else(Bytes::new);
-                    let (recs, gaps) =
-                        acquired_records(&topic, p.partition_index, decode_records(&data)?, &p.acquired_records);
-                    if !gaps.is_empty() {
-                        self.pending.entry((t.topic_id, p.partition_index)).or_default().extend(gap_acks(&gaps));
-                    }
-                    records.extend(recs);
-                }
-            }
-            // Acknowledgements the answer did not mention went nowhere.
-            for ((id, p), acks) in sent_acks {
-                results.push(self.ack_result(id, p, acks, Some("not answered".into()), "ShareFetch"));
-            }
-            if refresh {
-                self.client.metadata(Some(&self.config.topics)).await?;
-                self.refresh_topics();
-            }
+            self.fetch_from(node, &assigned, &mut records, &mut results).await?;
         }
         Ok((records, results))
+    }
+
+    /// One ShareFetch to leader `node` for the partitions assigned there: the
+    /// records it delivered into `records`, the outcome of the
+    /// acknowledgements it carried into `results`. An error the session
+    /// survives (a connection error, a refused fetch) leaves the next leader
+    /// its turn.
+    async fn fetch_from(
+        &mut self,
+        node: i32,
+        assigned: &BTreeSet<(Uuid, i32)>,
+        records: &mut Vec<ShareRecord>,
+        results: &mut Vec<AckResult>,
+    ) -> Result<(), WireError> {
+        let FetchPlan { params, added, forgotten, mut sent_acks } = self.plan_fetch(node, assigned);
+        let reply = self.client.share_fetch(node, &params).await;
+        let session = self.sessions.entry(node).or_default();
+        let (resp, version) = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                // `ShareSessionHandler.handleError`: a new session next time.
+                session.reset();
+                for ((id, p), acks) in sent_acks {
+                    results.push(self.ack_result(id, p, acks, Some(e.to_string()), "ShareFetch"));
+                }
+                if e.is_connection_error() {
+                    return Ok(());
+                }
+                return Err(e);
+            }
+        };
+        self.fetch_version = Some(version);
+        let top = KafkaCode(resp.error_code);
+        if !top.is_ok() {
+            return self.fetch_refused(node, top, sent_acks, results).await;
+        }
+        session.next_epoch();
+        session.partitions.extend(added.iter().copied());
+        for f in &forgotten {
+            session.partitions.remove(f);
+        }
+        self.lock_timeout_ms = Some(resp.acquisition_lock_timeout_ms);
+        let refresh = self.take_fetched(&resp, &mut sent_acks, records, results)?;
+        // Acknowledgements the answer did not mention went nowhere.
+        for ((id, p), acks) in sent_acks {
+            results.push(self.ack_result(id, p, acks, Some("not answered".into()), "ShareFetch"));
+        }
+        if refresh {
+            self.client.metadata(Some(&self.config.topics)).await?;
+            self.refresh_topics();
+        }
+        Ok(())
+    }
+
+    /// The ShareFetch for leader `node`: Java's
+    /// `ShareSessionHandler.newShareFetchBuilder` — a new session lists every
+    /// partition; a continued one the added ones, and forgets the ones no
+    /// longer assigned. The pending acknowledgements of its partitions ride
+    /// along (taken from `pending`).
+    fn plan_fetch(&mut self, node: i32, assigned: &BTreeSet<(Uuid, i32)>) -> FetchPlan {
+        let session = self.sessions.entry(node).or_default();
+        let added: Vec<(Uuid, i32)> = if session.epoch == 0 {
+            assigned.iter().copied().collect()
+        } else {
+            assigned.difference(&session.partitions).copied().collect()
+        };
+        let forgotten: Vec<(Uuid, i32)> =
+            if session.epoch == 0 { vec![] } else { session.partitions.difference(assigned).copied().collect() };
+        let epoch = session.epoch;
+        let mut sent_acks: BTreeMap<(Uuid, i32), BTreeMap<i64, i8>> = BTreeMap::new();
+        for tp in assigned {
+            if let Some(a) = self.pending.remove(tp) {
+                sent_acks.insert(*tp, a);
+            }
+        }
+        let mut topics: BTreeMap<Uuid, Vec<FetchPartitionAcks>> = BTreeMap::new();
+        let in_request: BTreeSet<(Uuid, i32)> = added.iter().chain(sent_acks.keys()).copied().collect();
+        for (id, p) in &in_request {
+            let acks = sent_acks.get(&(*id, *p)).map(ack_batches).unwrap_or_default();
+            topics.entry(*id).or_default().push(FetchPartitionAcks { partition: *p, acks });
+        }
+        let mut forgotten_by_topic: BTreeMap<Uuid, Vec<i32>> = BTreeMap::new();
+        for (id, p) in &forgotten {
+            forgotten_by_topic.entry(*id).or_default().push(*p);
+        }
+        let params = ShareFetchParams {
+            group_id: self.config.group_id.clone(),
+            member_id: self.member_id.clone(),
+            share_session_epoch: epoch,
+            max_wait_ms: self.config.max_wait.as_millis().min(i32::MAX as u128) as i32,
+            min_bytes: self.config.min_bytes,
+            max_bytes: self.config.max_bytes,
+            max_records: self.config.max_records,
+            batch_size: self.config.max_records,
+            acquire_mode: self.config.acquire_mode,
+            is_renew_ack: sent_acks
+                .values()
+                .any(|a| a.values().any(|t| *t == sinkhole_client::wire::share_fetch::ACK_RENEW)),
+            topics: topics.into_iter().collect(),
+            forgotten: forgotten_by_topic.into_iter().collect(),
+        };
+        FetchPlan { params, added, forgotten, sent_acks }
+    }
+
+    /// A ShareFetch refused as a whole: the session starts over when the
+    /// broker lost it, else goes on; the acknowledgements it carried failed.
+    async fn fetch_refused(
+        &mut self,
+        node: i32,
+        top: KafkaCode,
+        sent_acks: BTreeMap<(Uuid, i32), BTreeMap<i64, i8>>,
+        results: &mut Vec<AckResult>,
+    ) -> Result<(), WireError> {
+        let session = self.sessions.entry(node).or_default();
+        if matches!(
+            top,
+            KafkaCode::SHARE_SESSION_NOT_FOUND
+                | KafkaCode::INVALID_SHARE_SESSION_EPOCH
+                | KafkaCode::SHARE_SESSION_LIMIT_REACHED
+        ) {
+            session.reset();
+        } else {
+            session.next_epoch();
+        }
+        debug!(node, code = %top, "ShareFetch refused");
+        for ((id, p), acks) in sent_acks {
+            results.push(self.ack_result(id, p, acks, Some(top.name()), "ShareFetch"));
+        }
+        if top == KafkaCode::UNKNOWN_TOPIC_ID {
+            self.client.metadata(Some(&self.config.topics)).await?;
+            self.refresh_topics();
+        }
+        Ok(())
+    }
+
+    /// Each partition of the answer: the outcome of the acknowledgements it
+    /// carried (removed from `sent_acks`), its acquired records into
+    /// `records`, the gaps between them acknowledged next time. Returns
+    /// whether a partition's leader moved (the metadata needs a refresh).
+    fn take_fetched(
+        &mut self,
+        resp: &ShareFetchResponse,
+        sent_acks: &mut BTreeMap<(Uuid, i32), BTreeMap<i64, i8>>,
+        records: &mut Vec<ShareRecord>,
+        results: &mut Vec<AckResult>,
+    ) -> Result<bool, WireError> {
+        let mut refresh = false;
+        for t in &resp.responses {
+            let topic = self.topic_name(t.topic_id);
+            for p in &t.partitions {
+                if let Some(acks) = sent_acks.remove(&(t.topic_id, p.partition_index)) {
+                    let err = KafkaCode::from_code(p.acknowledge_error_code).map(|c| c.name());
+                    results.push(AckResult {
+                        topic: topic.clone(),
+                        partition: p.partition_index,
+                        acks,
+                        error: err,
+                        via: "ShareFetch",
+                    });
+                }
+                let code = KafkaCode(p.error_code);
+                if !code.is_ok() {
+                    debug!(topic, partition = p.partition_index, %code, "ShareFetch partition error");
+                    refresh |=
+                        matches!(code, KafkaCode::NOT_LEADER_OR_FOLLOWER | KafkaCode::UNKNOWN_TOPIC_OR_PARTITION);
+                    continue;
+                }
+                let data = p.records.clone().unwrap_or_else(Bytes::new);
+                let (recs, gaps) =
+                    acquired_records(&topic, p.partition_index, decode_records(&data)?, &p.acquired_records);
+                if !gaps.is_empty() {
+                    self.pending.entry((t.topic_id, p.partition_index)).or_default().extend(gap_acks(&gaps));
+                }
+                records.extend(recs);
+            }
+        }
+        Ok(refresh)
     }
 
     fn ack_result(
@@ -435,7 +499,9 @@ impl ShareConsumer {
                 member_id: self.member_id.clone(),
                 // On close, -1 acknowledges and ends the session.
                 share_session_epoch: if closing { -1 } else { epoch },
-                is_renew_ack: sent.values().any(|a| a.values().any(|t| *t == crate::wire::share_fetch::ACK_RENEW)),
+                is_renew_ack: sent
+                    .values()
+                    .any(|a| a.values().any(|t| *t == sinkhole_client::wire::share_fetch::ACK_RENEW)),
                 topics: topics.into_iter().collect(),
             };
             let reply = self.client.share_acknowledge(node, &params).await;

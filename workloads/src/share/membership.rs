@@ -24,8 +24,8 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
-use crate::wire::share_group_heartbeat::{ShareHeartbeat, JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH};
-use crate::wire::{Client, KafkaCode, WireError};
+use sinkhole_client::wire::share_group_heartbeat::{ShareHeartbeat, JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH};
+use sinkhole_client::wire::{Client, KafkaCode, WireError};
 
 /// What the heartbeat knows, shared with the consumer.
 #[derive(Debug, Clone, Default)]

@@ -6,7 +6,7 @@
 //! acknowledgement and its sink's commit. librdkafka has no share consumer and
 //! the Java one decides when acknowledgements are sent, so the consumer here
 //! speaks ShareGroupHeartbeat, ShareFetch and ShareAcknowledge itself
-//! (`crate::wire`; `docs/PROTOCOL.md` §6) and records what came back.
+//! (`sinkhole_client::wire`; `docs/PROTOCOL.md` §6) and records what came back.
 //!
 //! What it mirrors in Java's client (`clients/.../consumer/internals/`):
 //! * [`membership`][]: `ShareHeartbeatRequestManager` and

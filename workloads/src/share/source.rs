@@ -9,7 +9,7 @@
 //! comes first, a crash between them is an anomaly: acknowledged but not
 //! committed is lost, committed but not acknowledged is redelivered and
 //! written again. The policies put the acknowledgement at the three places a
-//! source can put it (`crate::model::AckPolicy`):
+//! source can put it (`sinkhole_model::AckPolicy`):
 //!
 //! - `before-commit`: at checkpoint n's barrier, before the sink pre-commits
 //!   n's transaction (a Flink source's `snapshotState` runs before the
@@ -39,10 +39,10 @@ use tracing::{debug, info, warn};
 
 use super::consumer::{AckResult, ShareConsumer, ShareConsumerConfig};
 use super::ShareRecord;
-use crate::model::{id_ranges, record, AckPolicy, EventKind, IdRange, Partitioning, Redelivery, ShareInput};
 use crate::source::{record_of, unix_us, Record, TokenBucket};
-use crate::wire::share_fetch::{AcquireMode, ACK_ACCEPT, ACK_REJECT};
-use crate::wire::{ClientConfig, WireError};
+use sinkhole_client::wire::share_fetch::{AcquireMode, ACK_ACCEPT, ACK_REJECT};
+use sinkhole_client::wire::{ClientConfig, WireError};
+use sinkhole_model::{id_ranges, record, AckPolicy, EventKind, IdRange, Partitioning, Redelivery, ShareInput};
 
 /// Redelivered records kept as examples per barrier.
 const EXAMPLES: usize = 8;
@@ -413,7 +413,9 @@ mod tests {
         let r = AckResult {
             topic: "in".into(),
             partition: 0,
-            acks: [(1, ACK_ACCEPT), (2, ACK_ACCEPT), (3, crate::wire::share_fetch::ACK_GAP)].into_iter().collect(),
+            acks: [(1, ACK_ACCEPT), (2, ACK_ACCEPT), (3, sinkhole_client::wire::share_fetch::ACK_GAP)]
+                .into_iter()
+                .collect(),
             error: Some("INVALID_RECORD_STATE".into()),
             via: "ShareAcknowledge",
         };

@@ -13,8 +13,8 @@ use tracing::warn;
 
 use super::rdkafka_common::{self, Producer};
 use super::{Precommitted, Sink, SinkError};
-use crate::model::{metric, CommitOutcome, Committable, EventKind, WorkerConfig};
 use crate::source::Record;
+use sinkhole_model::{metric, CommitOutcome, Committable, EventKind, WorkerConfig};
 
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -1,4 +1,4 @@
-//! Sink modes: the subjects the rig compares (README.md, "Sink modes").
+//! Sink modes: the subjects the rig compares (docs/GUIDE.md, "Sink modes").
 //!
 //! A [`Sink`] is the writer + committer pair of one subtask, in the shape of
 //! Flink's KafkaSink: `ExactlyOnceKafkaWriter` writes records into the open
@@ -11,7 +11,7 @@
 //!
 //! Families, one file each:
 //! - [`two_phase`]: `legacy`, `kip939`, `twopc-inject`, on the rig's own
-//!   transactional producer ([`crate::producer::TxnProducer`]);
+//!   transactional producer ([`sinkhole_client::producer::TxnProducer`]);
 //! - [`rdkafka_txn`]: librdkafka's transactional producer committing at the
 //!   checkpoint itself (negative control);
 //! - [`at_least_once`]: librdkafka's idempotent producer, flushed at the
@@ -20,10 +20,10 @@
 //!   by the two-phase sink and the worker.
 use std::future::Future;
 
-use crate::model::{CommitOutcome, Committable, EventKind, SinkMode, WorkerConfig};
-use crate::producer::ProducerError;
 use crate::source::Record;
-use crate::wire::{KafkaCode, WireError};
+use sinkhole_client::producer::ProducerError;
+use sinkhole_client::wire::{KafkaCode, WireError};
+use sinkhole_model::{CommitOutcome, Committable, EventKind, SinkMode, WorkerConfig};
 
 pub mod at_least_once;
 pub mod mutants;

@@ -1,7 +1,7 @@
 //! What each mutant does differently: one decision per mutant, each a small
 //! function the sinks and the worker consult at the one point where the
 //! faithful mode decides otherwise. The names, base modes and bug classes are
-//! the table in [`crate::model::Mutant`]; `sinkhole calibrate` runs every
+//! the table in [`sinkhole_model::Mutant`]; `sinkhole calibrate` runs every
 //! mutant through the scenario library with its base mode's expectation, and
 //! a library that passes a mutant has no power against that bug class.
 //!
@@ -9,9 +9,9 @@
 //! function here, so the faithful paths stay as they were.
 use std::time::Duration;
 
-use crate::model::{CommitOutcome, Mutant, SinkMode};
-use crate::producer::ProducerError;
-use crate::wire::WireError;
+use sinkhole_client::producer::ProducerError;
+use sinkhole_client::wire::WireError;
+use sinkhole_model::{CommitOutcome, Mutant, SinkMode};
 
 use super::{classify_commit_error, error_text, CommitErrorClass};
 
@@ -131,7 +131,7 @@ pub fn reuses_recovery_producer(mutant: Option<Mutant>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::KafkaCode;
+    use sinkhole_client::wire::KafkaCode;
 
     fn kafka(code: KafkaCode) -> ProducerError {
         ProducerError::Wire(WireError::Kafka { api: "EndTxn".into(), code, message: None })

@@ -4,7 +4,7 @@
 //! (`TransactionAbortStrategyImpl`).
 use std::collections::BTreeSet;
 
-use crate::model::SinkMode;
+use sinkhole_model::SinkMode;
 
 /// `{prefix}-{subtask}-{checkpoint}`, where `checkpoint` is the checkpoint
 /// whose barrier will pre-commit the transaction (Flink's

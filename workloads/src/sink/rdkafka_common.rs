@@ -12,8 +12,8 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedPro
 use rdkafka::ClientContext;
 
 use super::SinkError;
-use crate::model::WorkerConfig;
 use crate::source::Record;
+use sinkhole_model::WorkerConfig;
 
 /// Delivery bookkeeping, updated on librdkafka's polling thread.
 #[derive(Default)]
@@ -107,7 +107,7 @@ pub(crate) fn client_config(cfg: &WorkerConfig) -> ClientConfig {
         .set("batch.size", cfg.batch_size.max(1).to_string())
         .set("message.timeout.ms", "120000");
     // A real cluster's listener security, as installed for this worker process.
-    crate::wire::security::rdkafka_config(&mut c);
+    sinkhole_client::wire::security::rdkafka_config(&mut c);
     if let Some(sasl) = &cfg.sasl {
         // The sink's own principal on the cluster's SASL listener (ACL
         // scenarios); librdkafka implements PLAIN itself.

@@ -17,8 +17,8 @@ use tracing::{error, info, warn};
 
 use super::rdkafka_common::{self, Producer};
 use super::{Precommitted, Sink, SinkError};
-use crate::model::{metric, CommitOutcome, Committable, EventKind, WorkerConfig};
 use crate::source::Record;
+use sinkhole_model::{metric, CommitOutcome, Committable, EventKind, WorkerConfig};
 
 /// Bound on each blocking librdkafka transaction call.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);

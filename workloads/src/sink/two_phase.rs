@@ -1,5 +1,5 @@
 //! The two-phase modes on the rig's own transactional producer: `legacy`,
-//! `kip939` and `twopc-inject` (the README's "Sink modes" table, docs/PROTOCOL.md §4).
+//! `kip939` and `twopc-inject` (the "Sink modes" table of docs/GUIDE.md, docs/PROTOCOL.md §4).
 //!
 //! One transactional id per checkpoint (Flink's INCREMENTING strategy), so
 //! one [`TxnProducer`] per transaction: it is created and initialised when
@@ -20,12 +20,12 @@ use super::{
     classify_commit_error, drop_meaning, error_text, latency_samples, CommitErrorClass, Precommitted, Sink, SinkError,
     COMMIT_ATTEMPTS,
 };
-use crate::model::{
+use crate::source::Record;
+use sinkhole_client::producer::{InitInfo, InitOptions, ProducerConfig, ProducerError, TxnProducer};
+use sinkhole_client::wire::{KafkaCode, RequestCounts, WireError};
+use sinkhole_model::{
     metric, CommitOutcome, Committable, EventKind, Mutant, PartitionRegistration, SinkMode, TxnProtocol, WorkerConfig,
 };
-use crate::producer::{InitInfo, InitOptions, ProducerConfig, ProducerError, TxnProducer};
-use crate::source::Record;
-use crate::wire::{KafkaCode, RequestCounts, WireError};
 
 /// The open transaction.
 struct OpenTxn {
@@ -520,7 +520,7 @@ impl Sink for TwoPhaseSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Partitioning;
+    use sinkhole_model::Partitioning;
 
     #[test]
     fn refusals_are_unsupported() {

@@ -3,160 +3,191 @@
 //! that each fault hit what it was meant to hit.
 use std::fmt::Write as _;
 
-use super::{esc, grid, RunData};
-use crate::history::fault::{End, FaultEffect, Isolated, NodeResult, RuleEnd, Start, Transactions, WorkersStart};
+use super::{esc, grid, ModeData, RunData};
 use crate::subject::WorkerHit;
+use sinkhole_checker::verdict::Verdict;
+use sinkhole_checker::Example;
+use sinkhole_history::fault::{End, FaultEffect, Isolated, NodeResult, RuleEnd, Start, Transactions, WorkersStart};
 
 pub(super) fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
     h.push_str("<section id=\"anomalies\">\n<h2>Anomalies</h2>\n");
     h.push_str("<p class=\"note\">Counted by the checker on the output read with read_committed; examples name records, partitions, offsets, transactional ids and checkpoints (anomaly names after Jepsen's Kafka checker).</p>\n");
-    grid(h, d, cols, "anomalies", |_, m| {
-        let mut out = String::new();
-        for p in &m.problems {
-            let _ = write!(out, "<p class=\"problem\">{}</p>", esc(p));
+    grid(h, d, cols, "anomalies", |_, m| mode_anomalies(m));
+    h.push_str("</section>\n");
+}
+
+/// One mode's cell: what could not be read, the counts and their examples
+/// (when the output was checked), a share group's own view, and the job.
+fn mode_anomalies(m: &ModeData) -> String {
+    let mut out = String::new();
+    for p in &m.problems {
+        let _ = write!(out, "<p class=\"problem\">{}</p>", esc(p));
+    }
+    let Some(v) = &m.verdict else {
+        out.push_str("<p class=\"empty\">no verdict.json</p>");
+        return out;
+    };
+    if !v.checked {
+        let _ = write!(out, "<p class=\"note\">The output was not checked: {}</p>", esc(&v.reason));
+    } else {
+        counts_table(&mut out, v);
+        example_tables(&mut out, v, m);
+        uncommitted_tail_table(&mut out, v);
+    }
+    if let Some(s) = &v.share {
+        super::share::share_table(&mut out, s);
+    }
+    job_table(&mut out, v);
+    out
+}
+
+/// The counts, each anomaly marked when it is not 0, with "clean" above them when none is.
+fn counts_table(out: &mut String, v: &Verdict) {
+    let c = &v.counts;
+    let anomalies = [
+        ("lost", c.lost),
+        ("duplicated", c.duplicated),
+        ("unexpected", c.unexpected),
+        ("nonmonotonic", c.nonmonotonic),
+        ("aborted-read", c.aborted_read),
+        ("torn-transaction", c.torn_transaction),
+        ("uncommitted-tail", c.uncommitted_tail.max(v.uncommitted_tail.len() as u64)),
+        ("lingering", c.lingering),
+    ];
+    // Share-group source only: evidence, not anomalies of the output.
+    let evidence: Vec<(&str, u64)> = match &v.share {
+        Some(_) => vec![("redelivered", c.redelivered), ("archived", c.archived)],
+        None => vec![],
+    };
+    if anomalies.iter().all(|(_, n)| *n == 0) {
+        let _ = write!(
+            out,
+            "<p class=\"clean\">clean: no anomalies — {} of {} records committed exactly once</p>",
+            c.committed, c.expected
+        );
+    }
+    out.push_str("<table class=\"counts\"><tr><th>count</th><th>value</th></tr>");
+    let _ = write!(out, "<tr><td>expected</td><td class=\"num\">{}</td></tr>", c.expected);
+    let _ = write!(out, "<tr><td>committed</td><td class=\"num\">{}</td></tr>", c.committed);
+    for (k, n) in anomalies {
+        let (name, num) = if n > 0 { (" class=\"anomaly\"", "num anomaly") } else { ("", "num") };
+        let _ = write!(out, "<tr><td{name}>{k}</td><td class=\"{num}\">{n}</td></tr>");
+    }
+    for (k, n) in evidence {
+        let _ = write!(out, "<tr><td>{k}</td><td class=\"num\">{n}</td></tr>");
+    }
+    out.push_str("</table>");
+}
+
+/// One table per anomaly with examples.
+fn example_tables(out: &mut String, v: &Verdict, m: &ModeData) {
+    let (c, e) = (&v.counts, &v.examples);
+    for (kind, list, count) in [
+        ("lost", &e.lost, c.lost),
+        ("duplicated", &e.duplicated, c.duplicated),
+        ("unexpected", &e.unexpected, c.unexpected),
+        ("nonmonotonic", &e.nonmonotonic, c.nonmonotonic),
+        ("aborted-read", &e.aborted_read, c.aborted_read),
+        ("torn-transaction", &e.torn_transaction, c.torn_transaction),
+        ("lingering", &e.lingering, c.lingering),
+    ] {
+        if list.is_empty() {
+            continue;
         }
-        let Some(v) = &m.verdict else {
-            out.push_str("<p class=\"empty\">no verdict.json</p>");
-            return out;
-        };
-        let c = &v.counts;
-        if !v.checked {
-            let _ = write!(out, "<p class=\"note\">The output was not checked: {}</p>", esc(&v.reason));
-        } else {
-            let anomalies = [
-                ("lost", c.lost),
-                ("duplicated", c.duplicated),
-                ("unexpected", c.unexpected),
-                ("nonmonotonic", c.nonmonotonic),
-                ("aborted-read", c.aborted_read),
-                ("torn-transaction", c.torn_transaction),
-                ("uncommitted-tail", c.uncommitted_tail.max(v.uncommitted_tail.len() as u64)),
-                ("lingering", c.lingering),
-            ];
-            // Share-group source only: evidence, not anomalies of the output.
-            let evidence: Vec<(&str, u64)> = match &v.share {
-                Some(_) => vec![("redelivered", c.redelivered), ("archived", c.archived)],
-                None => vec![],
-            };
-            if anomalies.iter().all(|(_, n)| *n == 0) {
-                let _ = write!(
-                    out,
-                    "<p class=\"clean\">clean: no anomalies — {} of {} records committed exactly once</p>",
-                    c.committed, c.expected
-                );
-            }
-            out.push_str("<table class=\"counts\"><tr><th>count</th><th>value</th></tr>");
-            let _ = write!(out, "<tr><td>expected</td><td class=\"num\">{}</td></tr>", c.expected);
-            let _ = write!(out, "<tr><td>committed</td><td class=\"num\">{}</td></tr>", c.committed);
-            for (k, n) in anomalies {
-                let (name, num) = if n > 0 { (" class=\"anomaly\"", "num anomaly") } else { ("", "num") };
-                let _ = write!(out, "<tr><td{name}>{k}</td><td class=\"{num}\">{n}</td></tr>");
-            }
-            for (k, n) in evidence {
-                let _ = write!(out, "<tr><td>{k}</td><td class=\"num\">{n}</td></tr>");
-            }
-            out.push_str("</table>");
-            let e = &v.examples;
-            for (kind, list, count) in [
-                ("lost", &e.lost, c.lost),
-                ("duplicated", &e.duplicated, c.duplicated),
-                ("unexpected", &e.unexpected, c.unexpected),
-                ("nonmonotonic", &e.nonmonotonic, c.nonmonotonic),
-                ("aborted-read", &e.aborted_read, c.aborted_read),
-                ("torn-transaction", &e.torn_transaction, c.torn_transaction),
-                ("lingering", &e.lingering, c.lingering),
-            ] {
-                if list.is_empty() {
-                    continue;
-                }
-                let _ = write!(
-                    out,
-                    "<table class=\"examples\" data-kind=\"{kind}\"><caption>{kind}: {count} ({} example{})</caption><tr><th>subtask</th><th>seq</th><th>partition</th><th>offset</th><th>checkpoint</th><th>transactional id</th></tr>",
-                    list.len(),
-                    if list.len() == 1 { "" } else { "s" }
-                );
-                for x in list {
-                    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-                    let seq = match (x.seq, x.seq_end) {
-                        (Some(a), Some(b)) if b != a => format!("{a}–{b}"),
-                        (Some(a), _) => a.to_string(),
-                        _ => "-".into(),
-                    };
-                    let ckpt = x
-                        .checkpoint
-                        .or_else(|| x.transactional_id.as_ref().and_then(|t| m.tid_checkpoints.get(t).copied()));
-                    let _ = write!(
-                        out,
-                        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"tid\">{}</td></tr><tr><td colspan=\"6\" class=\"detail\">{}</td></tr>",
-                        opt(x.subtask.map(|s| s.to_string())),
-                        esc(&seq),
-                        opt(x.partition.map(|p| p.to_string())),
-                        opt(x.offset.map(|o| o.to_string())),
-                        opt(ckpt.map(|c| c.to_string())),
-                        esc(x.transactional_id.as_deref().unwrap_or("-")),
-                        esc(&x.detail)
-                    );
-                }
-                out.push_str("</table>");
-            }
-            if !v.uncommitted_tail.is_empty() {
-                out.push_str("<table class=\"examples\" data-kind=\"uncommitted-tail\"><caption>uncommitted tail (a transaction left open)</caption><tr><th>partition</th><th>read_committed position</th><th>high-water mark</th></tr>");
-                for t in &v.uncommitted_tail {
-                    let _ = write!(
-                        out,
-                        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                        t.partition, t.position, t.high_watermark
-                    );
-                }
-                out.push_str("</table>");
-            }
-        }
-        if let Some(s) = &v.share {
-            super::share::share_table(&mut out, s);
-        }
-        // What the job did, for reading the counts.
-        out.push_str("<table class=\"job\"><caption>job</caption>");
-        let job = match &v.job {
-            crate::history::JobOutcome::Finished => "finished".to_string(),
-            crate::history::JobOutcome::Failed { reason } => format!("failed: {reason}"),
-            crate::history::JobOutcome::Unsupported { error } => format!("unsupported: {error}"),
-        };
-        let rows = [
-            ("outcome", job),
-            ("attempts", v.attempts.to_string()),
-            ("checkpoints completed", v.checkpoints_completed.to_string()),
-            ("committables dropped", v.committables_dropped.to_string()),
-        ];
-        for (k, val) in rows {
-            let _ = write!(out, "<tr><th>{k}</th><td>{}</td></tr>", esc(&val));
-        }
-        for f in &v.faults {
-            let state = match (f.fired, f.confirmed) {
-                (true, true) => "fired, effect confirmed",
-                (true, false) => "fired, effect NOT confirmed",
-                _ => "did not fire",
-            };
-            let _ = write!(out, "<tr><th>fault {}</th><td>{} — {}", esc(&f.name), esc(&f.kind), state);
-            for line in fault_evidence(&f.effect) {
-                let _ = write!(out, "<br><small>{}</small>", esc(&line));
-            }
-            out.push_str("</td></tr>");
-        }
-        // What the expectation rests on, and what the rig saw of it.
-        for p in &v.premises {
-            let _ = write!(
-                out,
-                "<tr><th>premise {}</th><td class=\"premise {}\">{}<br><small>{}</small></td></tr>",
-                esc(&p.premise),
-                p.held.name(),
-                p.held.name(),
-                esc(&p.evidence)
-            );
+        let _ = write!(
+            out,
+            "<table class=\"examples\" data-kind=\"{kind}\"><caption>{kind}: {count} ({} example{})</caption><tr><th>subtask</th><th>seq</th><th>partition</th><th>offset</th><th>checkpoint</th><th>transactional id</th></tr>",
+            list.len(),
+            if list.len() == 1 { "" } else { "s" }
+        );
+        for x in list {
+            example_row(out, x, m);
         }
         out.push_str("</table>");
-        out
-    });
-    h.push_str("</section>\n");
+    }
+}
+
+/// An example's record and, below it, what the checker said of it; the
+/// checkpoint from the history when the example does not name it.
+fn example_row(out: &mut String, x: &Example, m: &ModeData) {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let seq = match (x.seq, x.seq_end) {
+        (Some(a), Some(b)) if b != a => format!("{a}–{b}"),
+        (Some(a), _) => a.to_string(),
+        _ => "-".into(),
+    };
+    let ckpt = x.checkpoint.or_else(|| x.transactional_id.as_ref().and_then(|t| m.tid_checkpoints.get(t).copied()));
+    let _ = write!(
+        out,
+        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"tid\">{}</td></tr><tr><td colspan=\"6\" class=\"detail\">{}</td></tr>",
+        opt(x.subtask.map(|s| s.to_string())),
+        esc(&seq),
+        opt(x.partition.map(|p| p.to_string())),
+        opt(x.offset.map(|o| o.to_string())),
+        opt(ckpt.map(|c| c.to_string())),
+        esc(x.transactional_id.as_deref().unwrap_or("-")),
+        esc(&x.detail)
+    );
+}
+
+/// The partitions a transaction left open: their read_committed position and high-water mark.
+fn uncommitted_tail_table(out: &mut String, v: &Verdict) {
+    if v.uncommitted_tail.is_empty() {
+        return;
+    }
+    out.push_str("<table class=\"examples\" data-kind=\"uncommitted-tail\"><caption>uncommitted tail (a transaction left open)</caption><tr><th>partition</th><th>read_committed position</th><th>high-water mark</th></tr>");
+    for t in &v.uncommitted_tail {
+        let _ = write!(
+            out,
+            "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            t.partition, t.position, t.high_watermark
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// What the job did, for reading the counts: its end, each fault with its
+/// evidence, and the premises the expectation rests on.
+fn job_table(out: &mut String, v: &Verdict) {
+    out.push_str("<table class=\"job\"><caption>job</caption>");
+    let job = match &v.job {
+        sinkhole_history::JobOutcome::Finished => "finished".to_string(),
+        sinkhole_history::JobOutcome::Failed { reason } => format!("failed: {reason}"),
+        sinkhole_history::JobOutcome::Unsupported { error } => format!("unsupported: {error}"),
+    };
+    let rows = [
+        ("outcome", job),
+        ("attempts", v.attempts.to_string()),
+        ("checkpoints completed", v.checkpoints_completed.to_string()),
+        ("committables dropped", v.committables_dropped.to_string()),
+    ];
+    for (k, val) in rows {
+        let _ = write!(out, "<tr><th>{k}</th><td>{}</td></tr>", esc(&val));
+    }
+    for f in &v.faults {
+        let state = match (f.fired, f.confirmed) {
+            (true, true) => "fired, effect confirmed",
+            (true, false) => "fired, effect NOT confirmed",
+            _ => "did not fire",
+        };
+        let _ = write!(out, "<tr><th>fault {}</th><td>{} — {}", esc(&f.name), esc(&f.kind), state);
+        for line in fault_evidence(&f.effect) {
+            let _ = write!(out, "<br><small>{}</small>", esc(&line));
+        }
+        out.push_str("</td></tr>");
+    }
+    // What the expectation rests on, and what the rig saw of it.
+    for p in &v.premises {
+        let _ = write!(
+            out,
+            "<tr><th>premise {}</th><td class=\"premise {}\">{}<br><small>{}</small></td></tr>",
+            esc(&p.premise),
+            p.held.name(),
+            p.held.name(),
+            esc(&p.evidence)
+        );
+    }
+    out.push_str("</table>");
 }
 
 /// The lines of a fault's effect a reader needs to trust it: the role a node
@@ -264,8 +295,8 @@ pub fn fault_evidence(effect: &FaultEffect) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::fault_evidence;
-    use crate::history::fault::{End, FaultEffect, Start};
     use serde_json::json;
+    use sinkhole_history::fault::{End, FaultEffect, Start};
 
     /// A fault record's effect of `kind`, read the way verdict.json is read.
     fn effect(kind: &str, v: serde_json::Value) -> FaultEffect {

@@ -8,9 +8,9 @@
 //! their plots share an x axis.
 use std::collections::{BTreeMap, HashMap};
 
-use sinkhole_workloads::model::{CommitOutcome, Event, EventKind};
+use sinkhole_model::{CommitOutcome, Event, EventKind};
 
-use crate::latency::{Latencies, Metric, WINDOW_MS};
+use sinkhole_checker::latency::{Latencies, Metric, WINDOW_MS};
 
 /// A shaded interval on the time plots.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,159 +87,204 @@ impl Timeline {
     pub fn from_events(events: &[Event]) -> Timeline {
         let Some(first) = events.first() else { return Timeline::default() };
         let t0 = events.iter().map(|e| e.wall_ms).min().unwrap_or(first.wall_ms);
-        let mut t = Timeline { t0_ms: t0, ..Timeline::default() };
-        t.duration_s = events.iter().map(|e| secs(e, t0)).fold(0.0, f64::max);
-
-        let mut open_faults: Vec<(String, f64)> = Vec::new();
-        let mut down_since: Option<f64> = None;
-        let mut ckpts: BTreeMap<u64, Checkpoint> = BTreeMap::new();
-        let mut triggered_mono: HashMap<u64, u64> = HashMap::new();
-        // (transactional id, checkpoint) → records of its latest pre-commit.
-        let mut precommitted: HashMap<(String, u64), u64> = HashMap::new();
-        // Per subtask: records acked since its last commit (one-phase sinks
-        // have no committable to read the count from).
-        let mut acked_pending: HashMap<u32, u64> = HashMap::new();
-        let mut commit_ok: Vec<(f64, u64)> = Vec::new();
-        let mut commit_restored: Vec<(f64, u64)> = Vec::new();
-        let mut commit_bad: Vec<(f64, u64)> = Vec::new();
-        let mut ckpt_ok: Vec<(f64, u64)> = Vec::new();
-        let mut ckpt_aborted: Vec<(f64, u64)> = Vec::new();
-        let mut flush: Vec<(f64, u64)> = Vec::new();
-
-        let bucket = |v: &mut Vec<u64>, s: f64, n: u64| {
-            let i = s.max(0.0) as usize;
-            if v.len() <= i {
-                v.resize(i + 1, 0);
-            }
-            v[i] += n;
-        };
+        let mut r = Reading { t: Timeline { t0_ms: t0, ..Timeline::default() }, ..Reading::default() };
+        r.t.duration_s = events.iter().map(|e| secs(e, t0)).fold(0.0, f64::max);
         for e in events {
-            let s = secs(e, t0);
-            let worker = match e.source {
-                sinkhole_workloads::model::Source::Worker { subtask } => Some(subtask),
-                _ => None,
+            r.event(e, secs(e, t0));
+        }
+        r.finish()
+    }
+}
+
+/// A timeline while the history is read, with what the events still to
+/// come are matched against.
+#[derive(Default)]
+struct Reading {
+    t: Timeline,
+    /// Faults started and not ended yet: (label, start).
+    open_faults: Vec<(String, f64)>,
+    down_since: Option<f64>,
+    ckpts: BTreeMap<u64, Checkpoint>,
+    triggered_mono: HashMap<u64, u64>,
+    /// (transactional id, checkpoint) → records of its latest pre-commit.
+    precommitted: HashMap<(String, u64), u64>,
+    /// Per subtask: records acked since its last commit (one-phase sinks
+    /// have no committable to read the count from).
+    acked_pending: HashMap<u32, u64>,
+    commit_ok: Vec<(f64, u64)>,
+    commit_restored: Vec<(f64, u64)>,
+    commit_bad: Vec<(f64, u64)>,
+    ckpt_ok: Vec<(f64, u64)>,
+    ckpt_aborted: Vec<(f64, u64)>,
+    flush: Vec<(f64, u64)>,
+}
+
+/// Adds `n` to the one-second bucket of `s`.
+fn bucket(v: &mut Vec<u64>, s: f64, n: u64) {
+    let i = s.max(0.0) as usize;
+    if v.len() <= i {
+        v.resize(i + 1, 0);
+    }
+    v[i] += n;
+}
+
+impl Reading {
+    /// One event, `s` seconds after the origin.
+    fn event(&mut self, e: &Event, s: f64) {
+        let worker = match e.source {
+            sinkhole_model::Source::Worker { subtask } => Some(subtask),
+            _ => None,
+        };
+        let t = &mut self.t;
+        match &e.kind {
+            EventKind::FaultStarted { name, fault, .. } => {
+                self.open_faults.push((format!("{name} ({fault})"), s));
+                t.log.push((s, format!("fault {name} ({fault}) started")));
+            }
+            EventKind::FaultEnded { name, fault, .. } => self.fault_ended(name, fault, s),
+            EventKind::FaultSkipped { name, fault, reason } => {
+                t.log.push((s, format!("fault {name} ({fault}) skipped: {reason}")));
+            }
+            EventKind::FailureDetected { reason, .. } => {
+                self.down_since.get_or_insert(s);
+                t.failures.push(Mark { at_s: s, label: "failure".into() });
+                t.log.push((s, format!("failure detected: {reason}")));
+            }
+            EventKind::JobStarted { attempt, restored_from } => self.job_started(*attempt, *restored_from, s),
+            EventKind::JobFinished { outcome, attempts } => {
+                t.log.push((s, format!("job finished: {outcome} ({attempts} attempts)")));
+            }
+            EventKind::Unsupported { what, error } => {
+                t.log.push((s, format!("unsupported: {what} → {error}")));
+            }
+            EventKind::CheckpointTriggered { id } => {
+                self.triggered_mono.insert(*id, e.mono_us);
+                self.checkpoint(*id).triggered = Some(s);
+            }
+            EventKind::CheckpointPersisted { id, .. } => {
+                if let Some(m) = self.triggered_mono.remove(id) {
+                    self.ckpt_ok.push((s, e.mono_us.saturating_sub(m)));
+                }
+                self.checkpoint(*id).persisted = Some(s);
+            }
+            EventKind::CheckpointNotified { id } => self.checkpoint(*id).notified = Some(s),
+            EventKind::CheckpointAborted { id, reason } => {
+                if let Some(m) = self.triggered_mono.remove(id) {
+                    self.ckpt_aborted.push((s, e.mono_us.saturating_sub(m)));
+                }
+                self.checkpoint(*id).aborted = Some(s);
+                self.t.log.push((s, format!("checkpoint {id} aborted: {reason}")));
+            }
+            EventKind::TxnPrecommitted { committable, flush_us } => {
+                self.flush.push((s, *flush_us));
+                self.precommitted
+                    .insert((committable.transactional_id.clone(), committable.checkpoint), committable.records);
+            }
+            EventKind::ProduceAcked { records, .. } => {
+                bucket(&mut t.acked_per_s, s, *records);
+                if let Some(w) = worker {
+                    *self.acked_pending.entry(w).or_default() += records;
+                }
+            }
+            EventKind::CommitFinished { transactional_id, checkpoint, restored, outcome, latency_us } => {
+                t.has_commits = true;
+                match outcome {
+                    CommitOutcome::Committed => {
+                        self.committed(worker, transactional_id, *checkpoint, *restored, *latency_us, s)
+                    }
+                    CommitOutcome::Dropped { error } | CommitOutcome::Failed { error } => {
+                        let how = if matches!(outcome, CommitOutcome::Dropped { .. }) { "dropped" } else { "failed" };
+                        self.commit_error(transactional_id, *checkpoint, how, error, *latency_us, s)
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The checkpoint `id`, added when first seen.
+    fn checkpoint(&mut self, id: u64) -> &mut Checkpoint {
+        self.ckpts.entry(id).or_insert_with(|| Checkpoint { id, ..Default::default() })
+    }
+
+    /// A fault's end closes the band its start opened (matched by name and kind).
+    fn fault_ended(&mut self, name: &str, fault: &str, s: f64) {
+        let label = format!("{name} ({fault})");
+        match self.open_faults.iter().position(|(l, _)| *l == label) {
+            Some(i) => {
+                let (label, start) = self.open_faults.remove(i);
+                self.t.faults.push(Band { label, start_s: start, end_s: Some(s) });
+            }
+            // An end without its start (a torn history): a moment.
+            None => self.t.faults.push(Band { label, start_s: s, end_s: None }),
+        }
+        self.t.log.push((s, format!("fault {name} ({fault}) ended")));
+    }
+
+    /// A job start ends the time the job was down; a later attempt is a restore (or a restart).
+    fn job_started(&mut self, attempt: u32, restored_from: Option<u64>, s: f64) {
+        if let Some(from) = self.down_since.take() {
+            self.t.down.push(Band { label: "job down".into(), start_s: from, end_s: Some(s) });
+        }
+        if attempt > 0 {
+            let what = match restored_from {
+                Some(c) => format!("restore from chk {c}"),
+                None => "restart from scratch".to_string(),
             };
-            match &e.kind {
-                EventKind::FaultStarted { name, fault, .. } => {
-                    open_faults.push((format!("{name} ({fault})"), s));
-                    t.log.push((s, format!("fault {name} ({fault}) started")));
-                }
-                EventKind::FaultEnded { name, fault, .. } => {
-                    let label = format!("{name} ({fault})");
-                    match open_faults.iter().position(|(l, _)| *l == label) {
-                        Some(i) => {
-                            let (label, start) = open_faults.remove(i);
-                            t.faults.push(Band { label, start_s: start, end_s: Some(s) });
-                        }
-                        // An end without its start (a torn history): a moment.
-                        None => t.faults.push(Band { label, start_s: s, end_s: None }),
-                    }
-                    t.log.push((s, format!("fault {name} ({fault}) ended")));
-                }
-                EventKind::FaultSkipped { name, fault, reason } => {
-                    t.log.push((s, format!("fault {name} ({fault}) skipped: {reason}")));
-                }
-                EventKind::FailureDetected { reason, .. } => {
-                    down_since.get_or_insert(s);
-                    t.failures.push(Mark { at_s: s, label: "failure".into() });
-                    t.log.push((s, format!("failure detected: {reason}")));
-                }
-                EventKind::JobStarted { attempt, restored_from } => {
-                    if let Some(from) = down_since.take() {
-                        t.down.push(Band { label: "job down".into(), start_s: from, end_s: Some(s) });
-                    }
-                    if *attempt > 0 {
-                        let what = match restored_from {
-                            Some(c) => format!("restore from chk {c}"),
-                            None => "restart from scratch".to_string(),
-                        };
-                        t.restores.push(Mark { at_s: s, label: what.clone() });
-                        t.log.push((s, format!("job attempt {attempt}: {what}")));
-                        if let Some(c) = restored_from {
-                            ckpts.entry(*c).or_insert_with(|| Checkpoint { id: *c, ..Default::default() });
-                            if let Some(k) = ckpts.get_mut(c) {
-                                k.restored.push(s);
-                            }
-                        }
-                    }
-                }
-                EventKind::JobFinished { outcome, attempts } => {
-                    t.log.push((s, format!("job finished: {outcome} ({attempts} attempts)")));
-                }
-                EventKind::Unsupported { what, error } => {
-                    t.log.push((s, format!("unsupported: {what} → {error}")));
-                }
-                EventKind::CheckpointTriggered { id } => {
-                    triggered_mono.insert(*id, e.mono_us);
-                    ckpts.entry(*id).or_insert_with(|| Checkpoint { id: *id, ..Default::default() }).triggered =
-                        Some(s);
-                }
-                EventKind::CheckpointPersisted { id, .. } => {
-                    if let Some(m) = triggered_mono.remove(id) {
-                        ckpt_ok.push((s, e.mono_us.saturating_sub(m)));
-                    }
-                    ckpts.entry(*id).or_insert_with(|| Checkpoint { id: *id, ..Default::default() }).persisted =
-                        Some(s);
-                }
-                EventKind::CheckpointNotified { id } => {
-                    ckpts.entry(*id).or_insert_with(|| Checkpoint { id: *id, ..Default::default() }).notified = Some(s);
-                }
-                EventKind::CheckpointAborted { id, reason } => {
-                    if let Some(m) = triggered_mono.remove(id) {
-                        ckpt_aborted.push((s, e.mono_us.saturating_sub(m)));
-                    }
-                    ckpts.entry(*id).or_insert_with(|| Checkpoint { id: *id, ..Default::default() }).aborted = Some(s);
-                    t.log.push((s, format!("checkpoint {id} aborted: {reason}")));
-                }
-                EventKind::TxnPrecommitted { committable, flush_us } => {
-                    flush.push((s, *flush_us));
-                    precommitted
-                        .insert((committable.transactional_id.clone(), committable.checkpoint), committable.records);
-                }
-                EventKind::ProduceAcked { records, .. } => {
-                    bucket(&mut t.acked_per_s, s, *records);
-                    if let Some(w) = worker {
-                        *acked_pending.entry(w).or_default() += records;
-                    }
-                }
-                EventKind::CommitFinished { transactional_id, checkpoint, restored, outcome, latency_us } => {
-                    t.has_commits = true;
-                    let k = ckpts
-                        .entry(*checkpoint)
-                        .or_insert_with(|| Checkpoint { id: *checkpoint, ..Default::default() });
-                    match outcome {
-                        CommitOutcome::Committed => {
-                            k.committed = Some(s);
-                            if *restored {
-                                commit_restored.push((s, *latency_us));
-                            } else {
-                                commit_ok.push((s, *latency_us));
-                            }
-                            let pending = worker.and_then(|w| acked_pending.remove(&w)).unwrap_or(0);
-                            let n =
-                                precommitted.get(&(transactional_id.clone(), *checkpoint)).copied().unwrap_or(pending);
-                            bucket(&mut t.committed_per_s, s, n);
-                        }
-                        CommitOutcome::Dropped { error } | CommitOutcome::Failed { error } => {
-                            k.commit_errors.push(s);
-                            commit_bad.push((s, *latency_us));
-                            let how =
-                                if matches!(outcome, CommitOutcome::Dropped { .. }) { "dropped" } else { "failed" };
-                            t.log.push((
-                                s,
-                                format!("commit of {transactional_id} (checkpoint {checkpoint}) {how}: {error}"),
-                            ));
-                        }
-                    }
-                }
-                _ => {}
+            self.t.restores.push(Mark { at_s: s, label: what.clone() });
+            self.t.log.push((s, format!("job attempt {attempt}: {what}")));
+            if let Some(c) = restored_from {
+                self.checkpoint(c).restored.push(s);
             }
         }
+    }
+
+    /// A commit that committed: its latency, and its records in the
+    /// second's bucket (the pre-committed count, else what the subtask acked
+    /// since its last commit).
+    fn committed(
+        &mut self,
+        worker: Option<u32>,
+        transactional_id: &str,
+        checkpoint: u64,
+        restored: bool,
+        latency_us: u64,
+        s: f64,
+    ) {
+        self.checkpoint(checkpoint).committed = Some(s);
+        if restored {
+            self.commit_restored.push((s, latency_us));
+        } else {
+            self.commit_ok.push((s, latency_us));
+        }
+        let pending = worker.and_then(|w| self.acked_pending.remove(&w)).unwrap_or(0);
+        let n = self.precommitted.get(&(transactional_id.to_string(), checkpoint)).copied().unwrap_or(pending);
+        bucket(&mut self.t.committed_per_s, s, n);
+    }
+
+    /// A commit that was dropped or failed (`how`).
+    fn commit_error(
+        &mut self,
+        transactional_id: &str,
+        checkpoint: u64,
+        how: &str,
+        error: &str,
+        latency_us: u64,
+        s: f64,
+    ) {
+        self.checkpoint(checkpoint).commit_errors.push(s);
+        self.commit_bad.push((s, latency_us));
+        self.t.log.push((s, format!("commit of {transactional_id} (checkpoint {checkpoint}) {how}: {error}")));
+    }
+
+    /// What is still open at the end runs to the end; the samples by metric.
+    fn finish(self) -> Timeline {
+        let mut t = self.t;
         // A fault still open at the end (the history stops first): to the end.
-        for (label, start) in open_faults {
+        for (label, start) in self.open_faults {
             t.faults.push(Band { label, start_s: start, end_s: None });
         }
-        if let Some(from) = down_since {
+        if let Some(from) = self.down_since {
             t.down.push(Band { label: "job down".into(), start_s: from, end_s: Some(t.duration_s) });
         }
         let len = t.acked_per_s.len().max(t.committed_per_s.len());
@@ -249,18 +294,19 @@ impl Timeline {
         t.samples.insert(
             Metric::Commit,
             vec![
-                series("committed", commit_ok),
-                series("committed on restore", commit_restored),
-                series("dropped / failed", commit_bad),
+                series("committed", self.commit_ok),
+                series("committed on restore", self.commit_restored),
+                series("dropped / failed", self.commit_bad),
             ],
         );
-        t.samples.insert(Metric::Checkpoint, vec![series("complete", ckpt_ok), series("aborted", ckpt_aborted)]);
-        t.samples.insert(Metric::PreCommit, vec![series("flush", flush)]);
+        t.samples
+            .insert(Metric::Checkpoint, vec![series("complete", self.ckpt_ok), series("aborted", self.ckpt_aborted)]);
+        t.samples.insert(Metric::PreCommit, vec![series("flush", self.flush)]);
         for v in t.samples.values_mut() {
             v.retain(|s| !s.points.is_empty());
         }
         t.samples.retain(|_, v| !v.is_empty());
-        t.checkpoints = ckpts.into_values().collect();
+        t.checkpoints = self.ckpts.into_values().collect();
         t
     }
 }

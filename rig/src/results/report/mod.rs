@@ -6,8 +6,9 @@
 //! `<mode>/latency.hlog` or the run's `latency.hlog`), so `sinkhole check` on
 //! a copied directory rewrites the same page. The modes of the run stand
 //! side by side in every section, on shared scales:
-//! - the verdict table (the terminal's columns) with each mode's reason, the
-//!   scenario, cluster and job settings;
+//! - the verdict table (the terminal's columns: what happened to the data,
+//!   then whether it was expected) with each mode's reason, the scenario,
+//!   cluster and job settings; every mode's heading carries the same words;
 //! - latency over time per metric, fault intervals shaded and labelled (as
 //!   Jepsen's latency plots draw the nemesis), the job's down time in grey;
 //! - latency distributions (percentile curves) and their summaries;
@@ -19,17 +20,19 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
-use sinkhole_workloads::model::{EventKind, SinkMode};
+use sinkhole_base::rundir::RunDir;
+use sinkhole_model::{EventKind, SinkMode};
 
-use crate::latency::{self, Latencies, Metric};
 use crate::results::summary::{ModeSummary, Summary};
-use crate::scenario::Scenario;
-use crate::verdict::{Outcome, Verdict};
+use sinkhole_checker::latency::{self, Latencies, Metric};
+use sinkhole_checker::verdict::{Outcome, Verdict};
+use sinkhole_scenario::Scenario;
 
 mod anomalies;
 pub mod charts;
 mod checkpoints;
 pub mod data;
+mod settings;
 mod share;
 
 #[cfg(test)]
@@ -40,9 +43,7 @@ pub use anomalies::fault_evidence;
 use charts::{Layer, Shading, Shape};
 use checkpoints::checkpoint_section;
 use data::Timeline;
-
-/// The page's name in the run directory.
-pub const FILE_NAME: &str = "report.html";
+use settings::settings_section;
 
 /// One mode, as read from its directory.
 #[derive(Debug, Clone)]
@@ -92,17 +93,17 @@ impl RunData {
 /// Reads everything the report shows. Missing or damaged files become
 /// problems printed on the page; only a directory with no mode at all is
 /// an error.
-pub fn load(run_dir: &Path) -> anyhow::Result<RunData> {
+pub fn load(run_dir: &RunDir) -> anyhow::Result<RunData> {
     let mut problems = Vec::new();
     let mut summary: Option<Summary> =
-        read_opt(&run_dir.join("summary.json"), &mut problems, |t| serde_json::from_str(t).map_err(|e| anyhow!("{e}")));
+        read_opt(&run_dir.summary(), &mut problems, |t| serde_json::from_str(t).map_err(|e| anyhow!("{e}")));
     if let Some(s) = summary.as_mut() {
         s.upgrade();
     }
-    let yaml_path = run_dir.join("scenario.yaml");
+    let yaml_path = run_dir.scenario();
     let scenario_yaml = std::fs::read_to_string(&yaml_path).ok();
     let scenario = match &scenario_yaml {
-        Some(_) => match crate::scenario::load(&yaml_path) {
+        Some(_) => match sinkhole_scenario::load(&yaml_path) {
             Ok(s) => Some(s),
             Err(e) => {
                 problems.push(format!("{}: {}", yaml_path.display(), e.render()));
@@ -119,15 +120,15 @@ pub fn load(run_dir: &Path) -> anyhow::Result<RunData> {
         _ => Vec::new(),
     };
     if modes.is_empty() {
-        modes = SinkMode::ALL.into_iter().filter(|m| run_dir.join(m.name()).join("verdict.json").is_file()).collect();
+        modes = SinkMode::ALL.into_iter().filter(|m| run_dir.mode(m.name()).has_verdict()).collect();
     }
     if modes.is_empty() {
         return Err(anyhow!(
             "{}: no mode to report (no summary.json, scenario.yaml or <mode>/verdict.json)",
-            run_dir.display()
+            run_dir.path().display()
         ));
     }
-    let run_log = run_dir.join(latency::FILE_NAME);
+    let run_log = run_dir.latency();
     let run_intervals = if run_log.is_file() {
         match latency::read_log(&run_log) {
             Ok(i) => Some(i),
@@ -146,7 +147,7 @@ pub fn load(run_dir: &Path) -> anyhow::Result<RunData> {
             load_mode(run_dir, m, row, run_intervals.as_deref())
         })
         .collect();
-    Ok(RunData { dir: run_dir.to_path_buf(), summary, scenario, scenario_yaml, modes, problems })
+    Ok(RunData { dir: run_dir.path().to_path_buf(), summary, scenario, scenario_yaml, modes, problems })
 }
 
 fn read_opt<T>(path: &Path, problems: &mut Vec<String>, parse: impl FnOnce(&str) -> anyhow::Result<T>) -> Option<T> {
@@ -168,18 +169,18 @@ fn read_opt<T>(path: &Path, problems: &mut Vec<String>, parse: impl FnOnce(&str)
 }
 
 fn load_mode(
-    run_dir: &Path,
+    run_dir: &RunDir,
     mode: SinkMode,
     row: Option<ModeSummary>,
     run_intervals: Option<&[latency::Interval]>,
 ) -> ModeData {
-    let dir = run_dir.join(mode.name());
+    let dir = run_dir.mode(mode.name());
     let mut problems = Vec::new();
     let verdict: Option<Verdict> =
-        read_opt(&dir.join("verdict.json"), &mut problems, |t| serde_json::from_str(t).map_err(|e| anyhow!("{e}")));
-    let hpath = dir.join("history.jsonl");
+        read_opt(&dir.verdict(), &mut problems, |t| serde_json::from_str(t).map_err(|e| anyhow!("{e}")));
+    let hpath = dir.history();
     let events = if hpath.is_file() {
-        match crate::history::read(&hpath) {
+        match sinkhole_history::read(&hpath) {
             Ok(h) => {
                 if h.torn_tail {
                     problems.push(format!("{}: the last line is torn; skipped", hpath.display()));
@@ -197,7 +198,7 @@ fn load_mode(
     };
     let mut latencies = Latencies::from_history(mode, &events);
     // `visibility` is only in the logs: the mode's own, else the run's.
-    let mode_log = dir.join(latency::FILE_NAME);
+    let mode_log = dir.latency();
     let seen = if mode_log.is_file() {
         match latency::read_log(&mode_log) {
             Ok(i) => Some(Latencies::from_intervals(mode, &i)),
@@ -223,14 +224,22 @@ fn load_mode(
         tid_checkpoints.insert(tid.clone(), c);
     }
     let timeline = Timeline::from_events(&events);
+    // A row written before the words: its verdict knows them better than the row can guess.
+    let row = row.map(|mut r| {
+        if let (true, Some(v)) = (r.words.is_empty(), &verdict) {
+            r.words = v.words();
+            r.inconclusive_cause = v.cause();
+        }
+        r
+    });
     ModeData { mode, row, verdict, timeline, latencies, tid_checkpoints, problems }
 }
 
-/// Reads `run_dir` and writes `run_dir/report.html`; returns its path.
-pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
+/// Reads `run_dir` and writes its `report.html`; returns its path.
+pub fn write_report(run_dir: &RunDir) -> anyhow::Result<PathBuf> {
     let data = load(run_dir)?;
     let html = render(&data);
-    let path = run_dir.join(FILE_NAME);
+    let path = run_dir.report();
     std::fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
@@ -265,10 +274,10 @@ th{background:#f0f0f0} td.num{text-align:right;font-variant-numeric:tabular-nums
 .mode-head{font-weight:600;font-size:14px;margin-bottom:4px}
 .mode svg{width:100%;height:auto;display:block}
 .badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff}
-.badge.pass{background:#2a8f3c}.badge.fail{background:#c62828}.badge.inconclusive{background:#c98a00}.badge.observed{background:#777}.badge.error{background:#7f0000}
+.badge.pass{background:#2a8f3c}.badge.fail{background:#c62828}.badge.inconclusive{background:#c98a00}.badge.observed{background:#777}.badge.error{background:#8e24aa}
 tr.pass td.outcome{color:#1d6e2b;font-weight:600} tr.fail td.outcome{color:#c62828;font-weight:600}
 tr.inconclusive td.outcome{color:#a06e00;font-weight:600} tr.observed td.outcome{color:#555}
-tr.error td.outcome{color:#7f0000;font-weight:700}
+tr.error td.outcome{color:#8e24aa;font-weight:700}
 .reasons li{margin:2px 0;font-size:13px}
 .legend{font-size:12px;color:#444;margin:2px 0 6px}
 .sw{display:inline-block;width:11px;height:11px;vertical-align:-1px;margin:0 3px 0 10px;border:1px solid #0002}
@@ -307,21 +316,22 @@ pub fn render(d: &RunData) -> String {
     h
 }
 
+/// A mode's heading: its name and its verdict in words, coloured by the
+/// outcome (expected or not).
 fn mode_head(m: &ModeData) -> String {
-    let outcome = outcome_of(m);
-    match outcome {
-        Some(o) => format!(
+    match verdict_of(m) {
+        Some((o, words)) => format!(
             "<div class=\"mode-head\">{} <span class=\"badge {}\">{}</span></div>",
             esc(m.mode.name()),
             o.name(),
-            o.name()
+            esc(&words)
         ),
         None => format!("<div class=\"mode-head\">{}</div>", esc(m.mode.name())),
     }
 }
 
-fn outcome_of(m: &ModeData) -> Option<Outcome> {
-    m.row.as_ref().map(|r| r.outcome).or(m.verdict.as_ref().map(|v| v.outcome))
+fn verdict_of(m: &ModeData) -> Option<(Outcome, String)> {
+    m.row.as_ref().map(|r| (r.outcome, r.words())).or(m.verdict.as_ref().map(|v| (v.outcome, v.words())))
 }
 
 /// A row of the side-by-side grid: one cell per mode.
@@ -335,11 +345,31 @@ fn grid(h: &mut String, d: &RunData, cols: &str, id: &str, mut cell: impl FnMut(
     h.push_str("</div>\n");
 }
 
+/// The top of the page: the run's head, the verdict and the settings.
 fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
+    page_head(h, d, name, run_id);
+    verdict_section(h, d);
+    settings_section(h, d);
+}
+
+/// The scenario's name and description, the run's facts as a table, and what could not be read.
+fn page_head(h: &mut String, d: &RunData, name: &str, run_id: &str) {
     let _ = writeln!(h, "<header>\n<h1>sinkhole: {}</h1>", esc(name));
     if let Some(desc) = d.scenario.as_ref().and_then(|s| s.description.as_deref()) {
         let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(desc));
     }
+    h.push_str("<table class=\"kv\">");
+    for (k, v) in run_facts(d, run_id) {
+        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
+    }
+    h.push_str("</table>\n</header>\n");
+    for p in &d.problems {
+        let _ = writeln!(h, "<p class=\"problem\">{}</p>", esc(p));
+    }
+}
+
+/// Run id, Kafka, seed, and what summary.json says of the run; then where its results are.
+fn run_facts(d: &RunData, run_id: &str) -> Vec<(&'static str, String)> {
     let first_verdict = d.modes.iter().find_map(|m| m.verdict.as_ref());
     let kafka = d
         .summary
@@ -364,18 +394,13 @@ fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
         }
     }
     kv.push(("results", d.dir.display().to_string()));
-    h.push_str("<table class=\"kv\">");
-    for (k, v) in kv {
-        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
-    }
-    h.push_str("</table>\n</header>\n");
-    for p in &d.problems {
-        let _ = writeln!(h, "<p class=\"problem\">{}</p>", esc(p));
-    }
+    kv
+}
 
-    // The verdict table: the terminal's columns.
+/// The verdict table (the terminal's columns), then each mode's reason.
+fn verdict_section(h: &mut String, d: &RunData) {
     h.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n<table class=\"verdict\">\n<tr>");
-    for c in ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "outcome", "expected"] {
+    for c in ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "verdict"] {
         let _ = write!(h, "<th>{c}</th>");
     }
     h.push_str("</tr>\n");
@@ -387,99 +412,32 @@ fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
         })
         .collect();
     for r in &rows {
-        let expected = match r.expected_met {
-            Some(true) => format!("{} (met)", r.expected),
-            Some(false) => format!("{} (NOT met)", r.expected),
-            None => r.expected.clone(),
-        };
-        let counted = |n: u64| if r.checked { n.to_string() } else { "-".to_string() };
-        let _ = writeln!(
-            h,
-            "<tr class=\"{o}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td><td class=\"outcome\">{o}</td><td>{}</td></tr>",
-            esc(r.mode.name()),
-            r.counts.expected,
-            counted(r.counts.committed),
-            counted(r.counts.lost),
-            counted(r.counts.duplicated),
-            r.wall_ms as f64 / 1000.0,
-            counted(r.committed_per_sec()),
-            esc(&expected),
-            o = r.outcome.name(),
-        );
+        verdict_row(h, r);
     }
     h.push_str("</table>\n<ul class=\"reasons\">\n");
     for r in &rows {
         let _ = writeln!(h, "<li><b>{}</b>: {}</li>", esc(r.mode.name()), esc(&r.reason));
     }
     h.push_str("</ul>\n</section>\n");
+}
 
-    // Settings.
-    h.push_str("<section id=\"settings\">\n<h2>Scenario and cluster</h2>\n");
-    if let Some(s) = &d.scenario {
-        h.push_str("<div class=\"kvs\">\n");
-        let mut cluster = serde_json::to_value(&s.cluster).unwrap_or_default();
-        if let Some(o) = cluster.as_object_mut() {
-            // Shown as a table of its own.
-            o.remove("broker_config");
-        }
-        kv_table(h, "cluster", &cluster);
-        let bc: serde_json::Map<String, serde_json::Value> = s
-            .cluster
-            .broker_config
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.to_string())))
-            .collect();
-        if !bc.is_empty() {
-            kv_table(h, "broker config", &serde_json::Value::Object(bc));
-        }
-        kv_table(h, "topic", &serde_json::to_value(&s.topic).unwrap_or_default());
-        kv_table(h, "job", &serde_json::to_value(&s.job).unwrap_or_default());
-        let ex: serde_json::Map<String, serde_json::Value> = s
-            .modes
-            .iter()
-            .map(|m| {
-                (m.name().to_string(), serde_json::Value::String(crate::verdict::expectation_text(s.expect.get(m))))
-            })
-            .collect();
-        kv_table(h, "expected", &serde_json::Value::Object(ex));
-        h.push_str("</div>\n");
-        if !s.faults.is_empty() {
-            let side_by_side = d.summary.as_ref().is_some_and(|s| s.side_by_side);
-            h.push_str(
-                "<h3>faults</h3>\n<table><tr><th>name</th><th>kind</th><th>target</th><th>when</th><th>duration</th>",
-            );
-            if side_by_side {
-                h.push_str("<th>fires</th>");
-            }
-            h.push_str("</tr>\n");
-            for (i, f) in s.faults.iter().enumerate() {
-                let kind = serde_json::to_value(f.kind.kind())
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default();
-                let name = f.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
-                let fires = if side_by_side { format!("<td>{}</td>", esc(&fires(d, f, &name))) } else { String::new() };
-                let _ = writeln!(
-                    h,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{fires}</tr>",
-                    esc(&name),
-                    esc(&kind),
-                    esc(&f
-                        .kind
-                        .target()
-                        .map(|t| compact(&serde_json::to_value(t).unwrap_or_default()))
-                        .unwrap_or_else(|| "default".into())),
-                    esc(&compact(&serde_json::to_value(f.when).unwrap_or_default())),
-                    esc(&f.duration_ms.map(|d| format!("{d} ms")).unwrap_or_else(|| "-".into())),
-                );
-            }
-            h.push_str("</table>\n");
-        }
-    }
-    if let Some(y) = &d.scenario_yaml {
-        let _ = writeln!(h, "<details><summary>scenario.yaml</summary><pre>{}</pre></details>", esc(y));
-    }
-    h.push_str("</section>\n");
+/// One mode's row; counts of an output that was not checked show as `-`.
+fn verdict_row(h: &mut String, r: &ModeSummary) {
+    let counted = |n: u64| if r.checked { n.to_string() } else { "-".to_string() };
+    let _ = writeln!(
+        h,
+        "<tr class=\"{o}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td><td class=\"outcome\" title=\"expected: {}\">{}</td></tr>",
+        esc(r.mode.name()),
+        r.counts.expected,
+        counted(r.counts.committed),
+        counted(r.counts.lost),
+        counted(r.counts.duplicated),
+        r.wall_ms as f64 / 1000.0,
+        counted(r.committed_per_sec()),
+        esc(&r.expected),
+        esc(&r.words()),
+        o = r.outcome.name(),
+    );
 }
 
 /// How the modes of a run shared the cluster, in words.
@@ -492,41 +450,6 @@ fn modes_ran(s: &Summary) -> String {
         Some(m) => format!("{m}'s events (lead: {m})"),
     };
     format!("side by side on one cluster; an event-triggered cluster fault fires on {lead}")
-}
-
-/// Side by side: whether a fault fired per mode or once for all, and for a
-/// cluster fault that fired, which mode's event or clock set it off.
-fn fires(d: &RunData, f: &crate::scenario::FaultSpec, name: &str) -> String {
-    if f.job_scoped() {
-        return "per mode, on its own events".into();
-    }
-    let by = d.modes.iter().filter_map(|m| m.verdict.as_ref()).find_map(|v| {
-        let r = v.faults.iter().find(|r| r.name == name)?;
-        r.effect.start()?.trigger()?.mode.clone()
-    });
-    match by {
-        Some(m) => format!("once for all modes, set off by {m}"),
-        None => "once for all modes".into(),
-    }
-}
-
-/// A value as one short line: strings bare, the rest as compact JSON.
-fn compact(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "-".into(),
-        v => v.to_string(),
-    }
-}
-
-fn kv_table(h: &mut String, caption: &str, v: &serde_json::Value) {
-    let _ = write!(h, "<table><caption>{}</caption>", esc(caption));
-    if let Some(o) = v.as_object() {
-        for (k, v) in o {
-            let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&compact(v)));
-        }
-    }
-    h.push_str("</table>\n");
 }
 
 /// How one series of a metric is drawn, by the name `data` gives it.

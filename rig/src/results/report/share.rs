@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::esc;
-use crate::checker::share::ShareView;
+use sinkhole_checker::share::ShareView;
 
 pub(super) fn share_table(out: &mut String, s: &ShareView) {
     let _ =
@@ -79,7 +79,7 @@ mod tests {
             group: "g<1>".into(),
             ack: "after-commit".into(),
             redelivered: 3,
-            redelivery_examples: vec![sinkhole_workloads::model::Redelivery {
+            redelivery_examples: vec![sinkhole_model::Redelivery {
                 subtask: 1,
                 seq: 7,
                 partition: 0,

@@ -2,15 +2,16 @@
 //! legacy mode lost a checkpoint's transactions during a job outage.
 use std::path::{Path, PathBuf};
 
-use sinkhole_workloads::model::{CommitOutcome, Committable, Event, EventKind, SinkMode, Source, TxnProtocol};
+use sinkhole_model::{CommitOutcome, Committable, Event, EventKind, SinkMode, Source, TxnProtocol};
 
 use super::data::Timeline;
 use super::*;
-use crate::checker::{CheckReport, Counts, Example};
-use crate::history::{FaultRecord, JobOutcome, ModeOutcome};
-use crate::latency::Metric;
-use crate::scenario::{Condition, CountName, ExpectWord, Expectation};
-use crate::verdict::{self, VerdictInput};
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_checker::latency::Metric;
+use sinkhole_checker::verdict::{self, VerdictInput};
+use sinkhole_checker::{CheckReport, Counts, Example};
+use sinkhole_history::{FaultRecord, JobOutcome, ModeOutcome};
+use sinkhole_scenario::{Condition, CountName, ExpectWord, Expectation};
 
 const T0: u64 = 1_800_000_000_000;
 const FAULT: &str = "outage-1";
@@ -125,9 +126,10 @@ fn results(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sinkhole-report-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let scenario =
-        crate::scenario::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/flip319-long-outage.yaml"))
-            .unwrap();
+    let scenario = sinkhole_scenario::load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/flip319-long-outage.yaml"),
+    )
+    .unwrap();
     std::fs::write(dir.join("scenario.yaml"), serde_saphyr::to_string(&scenario).unwrap()).unwrap();
     let mut rows = Vec::new();
     for (mode, lose) in [(SinkMode::Legacy, true), (SinkMode::TwopcInject, false)] {
@@ -167,7 +169,7 @@ fn results(tag: &str) -> PathBuf {
                 kind: "job-outage".into(),
                 fired: true,
                 confirmed: true,
-                effect: crate::history::fault::FaultEffect::Skipped { skipped: String::new() },
+                effect: sinkhole_history::fault::FaultEffect::Skipped { skipped: String::new() },
             }],
             committables_dropped: if lose { 2 } else { 0 },
             wall_ms: 10_000,
@@ -187,7 +189,7 @@ fn results(tag: &str) -> PathBuf {
         if lose {
             v.reason = "lost <script>alert(1)</script> & more".into();
         }
-        let path = verdict::write(&mdir, &v).unwrap();
+        let path = verdict::write(&ModeDir::at(&mdir), &v).unwrap();
         rows.push(crate::results::summary::summarize(&v, Some(path)));
     }
     let summary = Summary {
@@ -223,8 +225,8 @@ fn count(h: &str, s: &str) -> usize {
 #[test]
 fn report_is_balanced_and_escapes_user_text() {
     let dir = results("balanced");
-    let path = write_report(&dir).unwrap();
-    assert_eq!(path, dir.join(FILE_NAME));
+    let path = write_report(&RunDir::at(&dir)).unwrap();
+    assert_eq!(path, dir.join("report.html"));
     let html = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
@@ -251,7 +253,7 @@ fn report_is_balanced_and_escapes_user_text() {
 #[test]
 fn every_mode_has_its_column_and_verdict() {
     let dir = results("modes");
-    let html = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+    let html = std::fs::read_to_string(write_report(&RunDir::at(&dir)).unwrap()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     for m in ["legacy", "twopc-inject"] {
         for section in ["latency-commit", "distribution", "throughput", "checkpoints", "anomalies"] {
@@ -259,6 +261,13 @@ fn every_mode_has_its_column_and_verdict() {
         }
         assert!(html.contains(&format!("<tr class=\"pass\"><td>{m}</td>")), "verdict row of {m}");
     }
+    // The verdict in words, what happened to the data first: in the table
+    // (the expectation on hover) and on every mode's heading.
+    assert!(html.contains("<td class=\"outcome\" title=\"expected: lost&gt;0\">LOST 200 (expected)</td>"), "{html}");
+    assert!(html.contains("<td class=\"outcome\" title=\"expected: clean\">clean (expected)</td>"));
+    assert!(html.contains("<th>committed/s</th><th>verdict</th></tr>"), "one column of words");
+    let head = "<div class=\"mode-head\">legacy <span class=\"badge pass\">LOST 200 (expected)</span></div>";
+    assert!(count(&html, head) >= 5, "one per section");
     let legacy = cell(&html, "anomalies-legacy");
     assert!(legacy.contains("data-kind=\"lost\""), "{legacy}");
     assert!(legacy.contains("lost: 200 (2 examples)"));
@@ -273,7 +282,7 @@ fn every_mode_has_its_column_and_verdict() {
 #[test]
 fn fault_band_is_drawn_and_labelled_on_latency_plots() {
     let dir = results("band");
-    let html = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+    let html = std::fs::read_to_string(write_report(&RunDir::at(&dir)).unwrap()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     let fill = {
         let c = charts::FAULT;
@@ -337,7 +346,7 @@ fn axis_helpers() {
 fn a_directory_without_modes_is_an_error() {
     let dir = std::env::temp_dir().join(format!("sinkhole-report-empty-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let e = write_report(&dir).unwrap_err();
+    let e = write_report(&RunDir::at(&dir)).unwrap_err();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(e.to_string().contains("no mode to report"), "{e}");
 }

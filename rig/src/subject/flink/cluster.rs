@@ -1,7 +1,7 @@
 //! A Flink session cluster as processes: one JobManager
 //! (`StandaloneSessionClusterEntrypoint`) and TaskManagers (`TaskManagerRunner`), separate
 //! JVMs on loopback, each in a process group of its own that dies with the rig
-//! ([`crate::procs`]: Drop, the signal teardown, the parent-death signal).
+//! ([`sinkhole_base::procs`]: Drop, the signal teardown, the parent-death signal).
 //!
 //! `flink-dist` is not on Maven Central, so what its scripts do is done here: a generated
 //! `config.yaml` (flat keys, read by Flink 1.20 and 2.x), a log4j configuration writing
@@ -24,8 +24,8 @@ use anyhow::{anyhow, Context};
 use nix::sys::signal::Signal;
 use sinkhole_faults::process::{ProcessId, RunState, SignalEffect};
 
-use crate::install::flink::FlinkDist;
-use crate::procs::{self, Lifetime};
+use sinkhole_base::procs::{self, Lifetime};
+use sinkhole_install::flink::FlinkDist;
 
 const JM_MAIN: &str = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint";
 const TM_MAIN: &str = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner";
@@ -137,7 +137,7 @@ impl FlinkCluster {
         for sub in ["conf", "lib", "log", "checkpoints", "tmp", "web"] {
             fs::create_dir_all(d.join(sub)).with_context(|| format!("creating {}", d.join(sub).display()))?;
         }
-        let ports = crate::cluster::ports::free_ports(3)?;
+        let ports = sinkhole_cluster::ports::free_ports(3)?;
         let (rpc, rest, blob) = (ports[0], ports[1], ports[2]);
         let checkpoints = d.join("checkpoints");
         let conf = d.join("conf");
@@ -189,7 +189,7 @@ impl FlinkCluster {
     fn java(&self) -> PathBuf {
         match std::env::var_os("JAVA_HOME").filter(|v| !v.is_empty()) {
             Some(h) => PathBuf::from(h).join("bin").join("java"),
-            None => crate::install::find_in_path("java").unwrap_or_else(|| PathBuf::from("java")),
+            None => sinkhole_install::find_in_path("java").unwrap_or_else(|| PathBuf::from("java")),
         }
     }
 

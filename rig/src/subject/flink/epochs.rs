@@ -21,10 +21,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::init_producer_id::InitProducerIdParams;
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::init_producer_id::InitProducerIdParams;
 
-use crate::scenario::Naming;
+use sinkhole_scenario::Naming;
 
 /// How often the driver reports its progress.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -156,6 +156,6 @@ mod tests {
     fn the_first_transaction_id_follows_the_naming() {
         assert_eq!(first_tid("p", 1, Naming::Pooling), "p-1-0");
         assert_eq!(first_tid("p", 0, Naming::Incrementing), "p-0-1");
-        assert_eq!(crate::scenario::flink::MAX_DRIVEN_EPOCH, 32765);
+        assert_eq!(sinkhole_scenario::flink::MAX_DRIVEN_EPOCH, 32765);
     }
 }

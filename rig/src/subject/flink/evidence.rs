@@ -24,18 +24,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use sinkhole_workloads::model::{CommitOutcome, Committable, EventKind, Source, TxnProtocol};
+use sinkhole_model::{CommitOutcome, Committable, EventKind, Source, TxnProtocol};
 use tokio::sync::mpsc;
 
 use super::logs::{parse, Event, Line, LogLine};
 use super::Seen;
-use crate::history;
-use crate::scenario::Naming;
 use crate::subject::{JobEvent, Notice};
+use sinkhole_scenario::Naming;
 
 /// A moment given as Unix milliseconds (Flink's clock), as an `Instant` of this process.
 pub fn instant_at(wall_ms: u64) -> Instant {
-    let now_ms = crate::utc::now_ms();
+    let now_ms = sinkhole_base::utc::now_ms();
     let now = Instant::now();
     now.checked_sub(std::time::Duration::from_millis(now_ms.saturating_sub(wall_ms))).unwrap_or(now)
 }
@@ -75,6 +74,17 @@ struct Thread {
     committing: Vec<(String, u64, bool, Instant)>,
 }
 
+/// The job's `sinkhole checkpoint N subtask I source S first_seq A next_seq K records C` line.
+struct Snapshot {
+    id: u64,
+    subtask: u32,
+    /// S: the source subtask whose seqs A..K-1 these are (I when the line names none).
+    logical: Option<u32>,
+    first_seq: u64,
+    next_seq: u64,
+    records: u64,
+}
+
 /// A dropped commit waiting for its exception line.
 #[derive(Debug)]
 struct Drop {
@@ -91,7 +101,7 @@ struct Drop {
 
 /// The history and notices from Flink's lines.
 pub struct Evidence {
-    history: history::Writer,
+    history: sinkhole_history::Writer,
     notices: mpsc::UnboundedSender<Notice>,
     seen: Arc<Mutex<Seen>>,
     prefix: String,
@@ -130,7 +140,7 @@ fn subtask_of(tid: &str) -> Option<u32> {
 impl Evidence {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        history: history::Writer,
+        history: sinkhole_history::Writer,
         notices: mpsc::UnboundedSender<Notice>,
         seen: Arc<Mutex<Seen>>,
         prefix: String,
@@ -227,49 +237,8 @@ impl Evidence {
             Event::Restored { job, id } if source == 0 => return Ok(Some(Heard::Restored { job, id })),
             Event::JobState { job, to, .. } if self.current(&job) => return Ok(Some(Heard::JobState { to })),
             Event::Snapshot { id, subtask, source: logical, first_seq, next_seq, records } => {
-                self.settle_commits(&r.thread, at)?;
-                self.record(at, Source::Coordinator, EventKind::CheckpointAcked { id, subtask })?;
-                self.notice(at, JobEvent::CheckpointAcked { id, subtask });
-                let prepared = self.threads.entry(r.thread.clone()).or_default().prepared.take();
-                if let Ok(mut seen) = self.seen.lock() {
-                    seen.last.insert(subtask, id);
-                }
-                if records == 0 {
-                    return Ok(None);
-                }
-                let tid = match (self.naming, &prepared) {
-                    (Naming::Pooling, Some((t, _, _))) => t.clone(),
-                    (Naming::Pooling, None) => {
-                        let text = format!("checkpoint {id} subtask {subtask}: POOLING, and the writer's Prepare line naming the transaction was not seen");
-                        self.record(at, Source::Coordinator, EventKind::Note { text })?;
-                        return Ok(None);
-                    }
-                    (Naming::Incrementing, _) => format!("{}-{subtask}-{id}", self.prefix),
-                };
-                let (producer_id, producer_epoch) = prepared.as_ref().map(|(_, p, e)| (*p, *e)).unwrap_or((-1, -1));
-                self.tid_checkpoint.insert(tid.clone(), id);
-                if producer_id >= 0 {
-                    self.precommitted.entry(id).or_default().insert(tid.clone(), (producer_id, producer_epoch));
-                }
-                if let Ok(mut seen) = self.seen.lock() {
-                    seen.tids.insert((subtask, id), tid.clone());
-                }
-                let committable = Committable {
-                    checkpoint: id,
-                    transactional_id: tid,
-                    producer_id,
-                    producer_epoch,
-                    protocol: self.protocol,
-                    records,
-                    first_seq: Some(first_seq),
-                    last_seq: Some(next_seq.saturating_sub(1)),
-                };
-                let s = logical.unwrap_or(subtask);
-                self.record(
-                    at,
-                    Source::Worker { subtask: s },
-                    EventKind::TxnPrecommitted { committable, flush_us: 0 },
-                )?;
+                let snap = Snapshot { id, subtask, logical, first_seq, next_seq, records };
+                self.on_snapshot(&r.thread, at, snap)?;
             }
             Event::Prepared { tid, producer_id, epoch } => {
                 self.threads.entry(r.thread.clone()).or_default().prepared = Some((tid, producer_id, epoch));
@@ -277,46 +246,10 @@ impl Evidence {
             Event::Resuming { tid } => {
                 self.threads.entry(r.thread.clone()).or_default().resumed.insert(tid);
             }
-            Event::Committing { tid } => {
-                let checkpoint = self.checkpoint_of(&tid);
-                let restored = self.restored_from.is_some_and(|r| checkpoint <= r);
-                let th = self.threads.entry(r.thread.clone()).or_default();
-                th.resumed.remove(&tid);
-                if r.wall_ms > self.gone_at_ms {
-                    th.committing.push((tid.clone(), checkpoint, restored, at));
-                }
-                let subtask = subtask_of(&tid).unwrap_or(0);
-                let kind = EventKind::CommitStarted { transactional_id: tid.clone(), checkpoint, restored };
-                self.record(at, Source::Worker { subtask }, kind)?;
-                if !restored && self.notified.insert(checkpoint) {
-                    // Flink notifies over its own RPC; the first commit of n shows it arrived.
-                    self.record(at, Source::Coordinator, EventKind::CheckpointNotified { id: checkpoint })?;
-                    self.notice(at, JobEvent::CheckpointNotified { id: checkpoint });
-                }
-                self.notice(at, JobEvent::CommitStarted { subtask, checkpoint, transactional_id: tid, restored });
-            }
-            Event::CommitDropped { .. } | Event::CommitFailed { .. } => {
-                let (tid, because, failover) = match e {
-                    Event::CommitDropped { tid, because } => (tid, because, false),
-                    Event::CommitFailed { tid } => (tid, "of an error: data has been potentially lost".into(), true),
-                    _ => unreachable!("matched above"),
-                };
-                let th = self.threads.entry(r.thread.clone()).or_default();
-                let pos = th.committing.iter().position(|c| c.0 == tid);
-                let started = pos.map(|i| th.committing.remove(i));
-                let checkpoint = started.as_ref().map(|c| c.1).unwrap_or_else(|| self.checkpoint_of(&tid));
-                let restored = started.as_ref().is_some_and(|c| c.2);
-                self.pending_drop = Some(Drop {
-                    subtask: subtask_of(&tid).unwrap_or(0),
-                    tid,
-                    checkpoint,
-                    restored,
-                    level: r.level.clone(),
-                    because,
-                    at,
-                    started: started.map(|c| c.3),
-                    failover,
-                });
+            Event::Committing { tid } => self.on_committing(r, at, tid)?,
+            Event::CommitDropped { tid, because } => self.on_commit_dropped(r, at, tid, because, false),
+            Event::CommitFailed { tid } => {
+                self.on_commit_dropped(r, at, tid, "of an error: data has been potentially lost".into(), true)
             }
             Event::CommitRetry { tid } => {
                 let text = format!("KafkaCommitter: retriable exception while committing {tid}; retried later");
@@ -352,6 +285,94 @@ impl Evidence {
             _ => {}
         }
         Ok(None)
+    }
+
+    /// The job's snapshot line: the subtask acked checkpoint `id` (its thread's
+    /// commits before it settled), and, when it carried records, the
+    /// committable of the transaction it pre-committed.
+    fn on_snapshot(&mut self, thread: &str, at: Instant, snap: Snapshot) -> anyhow::Result<()> {
+        let Snapshot { id, subtask, logical, first_seq, next_seq, records } = snap;
+        self.settle_commits(thread, at)?;
+        self.record(at, Source::Coordinator, EventKind::CheckpointAcked { id, subtask })?;
+        self.notice(at, JobEvent::CheckpointAcked { id, subtask });
+        let prepared = self.threads.entry(thread.to_string()).or_default().prepared.take();
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.last.insert(subtask, id);
+        }
+        if records == 0 {
+            return Ok(());
+        }
+        let tid = match (self.naming, &prepared) {
+            (Naming::Pooling, Some((t, _, _))) => t.clone(),
+            (Naming::Pooling, None) => {
+                let text = format!("checkpoint {id} subtask {subtask}: POOLING, and the writer's Prepare line naming the transaction was not seen");
+                return self.record(at, Source::Coordinator, EventKind::Note { text });
+            }
+            (Naming::Incrementing, _) => format!("{}-{subtask}-{id}", self.prefix),
+        };
+        let (producer_id, producer_epoch) = prepared.as_ref().map(|(_, p, e)| (*p, *e)).unwrap_or((-1, -1));
+        self.tid_checkpoint.insert(tid.clone(), id);
+        if producer_id >= 0 {
+            self.precommitted.entry(id).or_default().insert(tid.clone(), (producer_id, producer_epoch));
+        }
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.tids.insert((subtask, id), tid.clone());
+        }
+        let committable = Committable {
+            checkpoint: id,
+            transactional_id: tid,
+            producer_id,
+            producer_epoch,
+            protocol: self.protocol,
+            records,
+            first_seq: Some(first_seq),
+            last_seq: Some(next_seq.saturating_sub(1)),
+        };
+        let s = logical.unwrap_or(subtask);
+        self.record(at, Source::Worker { subtask: s }, EventKind::TxnPrecommitted { committable, flush_us: 0 })
+    }
+
+    /// KafkaCommitter's `Committing`: the commit starts on its thread; the
+    /// first commit of a checkpoint (not a restored one) shows it was notified.
+    fn on_committing(&mut self, r: &LogLine, at: Instant, tid: String) -> anyhow::Result<()> {
+        let checkpoint = self.checkpoint_of(&tid);
+        let restored = self.restored_from.is_some_and(|r| checkpoint <= r);
+        let th = self.threads.entry(r.thread.clone()).or_default();
+        th.resumed.remove(&tid);
+        if r.wall_ms > self.gone_at_ms {
+            th.committing.push((tid.clone(), checkpoint, restored, at));
+        }
+        let subtask = subtask_of(&tid).unwrap_or(0);
+        let kind = EventKind::CommitStarted { transactional_id: tid.clone(), checkpoint, restored };
+        self.record(at, Source::Worker { subtask }, kind)?;
+        if !restored && self.notified.insert(checkpoint) {
+            // Flink notifies over its own RPC; the first commit of n shows it arrived.
+            self.record(at, Source::Coordinator, EventKind::CheckpointNotified { id: checkpoint })?;
+            self.notice(at, JobEvent::CheckpointNotified { id: checkpoint });
+        }
+        self.notice(at, JobEvent::CommitStarted { subtask, checkpoint, transactional_id: tid, restored });
+        Ok(())
+    }
+
+    /// A commit dropped (or, `failover`, failed): it waits for the exception
+    /// on the next line, matched to the commit its thread started.
+    fn on_commit_dropped(&mut self, r: &LogLine, at: Instant, tid: String, because: String, failover: bool) {
+        let th = self.threads.entry(r.thread.clone()).or_default();
+        let pos = th.committing.iter().position(|c| c.0 == tid);
+        let started = pos.map(|i| th.committing.remove(i));
+        let checkpoint = started.as_ref().map(|c| c.1).unwrap_or_else(|| self.checkpoint_of(&tid));
+        let restored = started.as_ref().is_some_and(|c| c.2);
+        self.pending_drop = Some(Drop {
+            subtask: subtask_of(&tid).unwrap_or(0),
+            tid,
+            checkpoint,
+            restored,
+            level: r.level.clone(),
+            because,
+            at,
+            started: started.map(|c| c.3),
+            failover,
+        });
     }
 
     /// The checkpoint a transactional id carried: the snapshot that named it, else
@@ -421,7 +442,7 @@ impl Evidence {
 
     /// Forgets what was open on the task threads (the tasks were killed: their commits did not return).
     pub fn tasks_gone(&mut self) {
-        self.gone_at_ms = crate::utc::now_ms();
+        self.gone_at_ms = sinkhole_base::utc::now_ms();
         for th in self.threads.values_mut() {
             th.committing.clear();
             th.prepared = None;

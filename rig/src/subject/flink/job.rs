@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nix::sys::signal::Signal;
-use sinkhole_workloads::model::{EventKind, Partitioning, Source, TxnProtocol};
+use sinkhole_model::{EventKind, Partitioning, Source, TxnProtocol};
 use tokio::sync::{mpsc, oneshot};
 
 use super::cluster::{latest_checkpoint, ClusterSpec, FlinkCluster, Role};
@@ -21,9 +21,9 @@ use super::evidence::{Evidence, Heard};
 use super::logs::{follow, Line};
 use super::rest::{Rest, RunRequest};
 use super::{Command, FlinkConfig, Seen};
-use crate::history::{self, JobOutcome};
 use crate::subject::{JobEvent, JobReport, Notice, Outage, OutageEnd, WorkerHit};
-use sinkhole_workloads::wire::describe_transactions::TxnDescription;
+use sinkhole_client::wire::describe_transactions::TxnDescription;
+use sinkhole_history::JobOutcome;
 
 const TICK: Duration = Duration::from_millis(50);
 /// How often the job's status is asked (REST).
@@ -46,7 +46,7 @@ pub(super) struct Loop {
     cfg: FlinkConfig,
     cluster: FlinkCluster,
     rest: Rest,
-    history: history::Writer,
+    history: sinkhole_history::Writer,
     notices: mpsc::UnboundedSender<Notice>,
     commands: mpsc::UnboundedReceiver<Command>,
     commands_open: bool,
@@ -114,7 +114,7 @@ fn partitioning(p: Partitioning) -> &'static str {
 impl Loop {
     pub(super) fn new(
         cfg: FlinkConfig,
-        history: history::Writer,
+        history: sinkhole_history::Writer,
         commands: mpsc::UnboundedReceiver<Command>,
         notices: mpsc::UnboundedSender<Notice>,
         seen: Arc<Mutex<Seen>>,
@@ -123,9 +123,9 @@ impl Loop {
         let spec = ClusterSpec {
             dist: cfg.dist.clone(),
             connector_jar: cfg.connector_jar.as_ref().map(|j| j.path.clone()),
-            dir: cfg.dir.join("flink"),
+            dir: cfg.dir.flink(),
             taskmanagers: f.taskmanagers,
-            slots: crate::scenario::flink::slots_per_taskmanager(cfg.job.parallelism, f.taskmanagers),
+            slots: sinkhole_scenario::flink::slots_per_taskmanager(cfg.job.parallelism, f.taskmanagers),
             heartbeat_timeout_ms: cfg.job.heartbeat_timeout_ms,
         };
         let cluster = FlinkCluster::prepare(spec).context("preparing the Flink cluster")?;
@@ -518,8 +518,10 @@ impl Loop {
             Phase::Down { until, all } if now >= until => self.boot(all)?,
             Phase::Booting { since, deadline } => {
                 if let Ok(o) = self.rest.overview().await {
-                    let slots =
-                        u64::from(crate::scenario::flink::slots_per_taskmanager(self.cfg.job.parallelism, self.tms()));
+                    let slots = u64::from(sinkhole_scenario::flink::slots_per_taskmanager(
+                        self.cfg.job.parallelism,
+                        self.tms(),
+                    ));
                     if o.taskmanagers >= u64::from(self.tms()) && o.slots_total >= slots * u64::from(self.tms()) {
                         let s = since.elapsed().as_secs_f64();
                         self.note(format!(
@@ -742,9 +744,8 @@ impl Loop {
     async fn finish(&mut self) -> anyhow::Result<JobReport> {
         self.cluster.kill_all();
         self.last_looks().await?;
-        let dir = self.cfg.dir.join("flink");
         for (job, h) in &self.history_json {
-            let _ = std::fs::write(dir.join(format!("checkpoints-{job}.json")), serde_json::to_vec_pretty(h)?);
+            let _ = std::fs::write(self.cfg.dir.flink_checkpoints(job), serde_json::to_vec_pretty(h)?);
             let counts = &h["counts"];
             self.note(format!(
                 "Flink's checkpoint history of job {job}: {} completed, {} failed, {} restored (flink/checkpoints-{job}.json)",

@@ -18,16 +18,16 @@
 //! it lists the Ongoing transactions under the job's prefix (ListTransactions at every broker,
 //! then DescribeTransactions) and keeps those that began before the attempt was submitted: no
 //! transaction of the restored attempt can have. They go into the history as a
-//! [`Look::Lingering`](crate::history::observation::Look) observation, which the checker counts
+//! [`Look::Lingering`](sinkhole_history::observation::Look) observation, which the checker counts
 //! as `lingering`; each is then watched until it ends, and the history notes how long it stayed
 //! open and how it ended.
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sinkhole_workloads::wire::client::{Client, ClientConfig};
-use sinkhole_workloads::wire::describe_transactions::TxnDescription;
+use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::describe_transactions::TxnDescription;
 
-use crate::history::fault::TxnView;
+use sinkhole_history::fault::TxnView;
 
 /// Checkpoints a restored attempt completes before the look.
 pub const AFTER_CHECKPOINTS: u64 = 3;

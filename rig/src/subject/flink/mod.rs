@@ -27,18 +27,17 @@
 //! - **coordinator hooks** Flink cannot do answer `Err` with the reason ([`Handle::arm`]):
 //!   the nemesis records such a fault as not confirmed.
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::Signal;
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_model::SinkMode;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::{Armed, Hook, JobReport, Notice, Outage, Subject, WorkerHit};
-use crate::history;
-use crate::install::flink::{ConnectorJar, FlinkDist};
-use crate::scenario::{FlinkSpec, JobSpec, Naming};
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_install::flink::{ConnectorJar, FlinkDist};
+use sinkhole_scenario::{FlinkSpec, JobSpec, Naming};
 
 pub mod cluster;
 pub mod epochs;
@@ -54,7 +53,7 @@ pub struct FlinkConfig {
     pub run_id: String,
     pub mode: SinkMode,
     /// `results/<run-id>/<mode>/`: the cluster's directory is `flink/` in it.
-    pub dir: PathBuf,
+    pub dir: ModeDir,
     pub job: JobSpec,
     pub flink: FlinkSpec,
     pub dist: FlinkDist,
@@ -73,7 +72,7 @@ pub struct FlinkConfig {
 
 impl FlinkConfig {
     pub fn connector_major(&self) -> u32 {
-        crate::install::flink::check_connector_version(&self.dist.connector).map(|(a, _, _)| a).unwrap_or(0)
+        sinkhole_install::flink::check_connector_version(&self.dist.connector).map(|(a, _, _)| a).unwrap_or(0)
     }
 }
 
@@ -199,7 +198,7 @@ pub struct Running {
 }
 
 /// Prepares the cluster, starts it and submits the job, all on a task of its own.
-pub fn start(cfg: FlinkConfig, history: history::Writer) -> anyhow::Result<Running> {
+pub fn start(cfg: FlinkConfig, history: sinkhole_history::Writer) -> anyhow::Result<Running> {
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let (notice_tx, notices) = mpsc::unbounded_channel();
     let seen = Arc::new(Mutex::new(Seen::default()));

@@ -94,7 +94,7 @@ impl Rest {
     /// stack trace in one string: its `Caused by:` lines say why.
     pub async fn run(&self, jar_id: &str, req: &RunRequest) -> anyhow::Result<String> {
         let mut body = json!({
-            "entryClass": crate::install::flink::JOB_MAIN_CLASS,
+            "entryClass": sinkhole_install::flink::JOB_MAIN_CLASS,
             "programArgsList": req.args,
             "parallelism": req.parallelism,
         });

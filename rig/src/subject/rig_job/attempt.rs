@@ -4,13 +4,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nix::sys::signal::Signal;
-use sinkhole_workloads::model::{EventKind, ToWorker, WorkerConfig};
+use sinkhole_model::{EventKind, ToWorker, WorkerConfig};
 
 use super::phase::Phase;
 use super::state::{Attempt, Coordinator, Slot, SEND_TIMEOUT};
 use super::workers::{LaunchSpec, Launcher};
-use crate::history::JobOutcome;
 use crate::subject::{JobEvent, OutageEnd};
+use sinkhole_history::JobOutcome;
 
 /// After a worker exits (or its connection closes) the other signal usually
 /// follows within milliseconds; waiting this long lets the messages it sent
@@ -58,8 +58,8 @@ impl<L: Launcher> Coordinator<L> {
             None => (self.bootstrap.borrow().clone(), None),
         };
         let register_partitions = match j.register_partitions {
-            crate::scenario::Registration::Lazy => sinkhole_workloads::model::PartitionRegistration::Lazy,
-            crate::scenario::Registration::Eager => sinkhole_workloads::model::PartitionRegistration::Eager,
+            sinkhole_scenario::Registration::Lazy => sinkhole_model::PartitionRegistration::Lazy,
+            sinkhole_scenario::Registration::Eager => sinkhole_model::PartitionRegistration::Eager,
         };
         for s in 0..p {
             let config = WorkerConfig {
@@ -86,10 +86,10 @@ impl<L: Launcher> Coordinator<L> {
                 share: self.cfg.share.clone(),
                 security: self.cfg.security.clone(),
             };
-            let config_path = self.cfg.dir.join("workers").join(format!("worker-{s}-attempt-{number}.json"));
+            let config_path = self.cfg.dir.worker_config(s, number);
             std::fs::write(&config_path, serde_json::to_vec_pretty(&config)?)
                 .with_context(|| format!("writing {}", config_path.display()))?;
-            let log = self.cfg.dir.join("logs").join(format!("worker-{s}.log"));
+            let log = self.cfg.dir.worker_log(s);
             let launched = self.launcher.launch(LaunchSpec {
                 config: &config,
                 config_path: &config_path,
@@ -216,7 +216,7 @@ impl<L: Launcher> Coordinator<L> {
         let from_checkpoint = self.store.latest()?.map(|c| c.id);
         let attempt = self.attempt.number + 1;
         self.coord(EventKind::Restarting { attempt, from_checkpoint, delay_ms })?;
-        self.set_phase(Phase::Down { until: crate::utc::in_ms_or_far(delay_ms) })?;
+        self.set_phase(Phase::Down { until: sinkhole_base::utc::in_ms_or_far(delay_ms) })?;
         self.notice(Instant::now(), JobEvent::Down { attempt: self.attempt.number });
         Ok(())
     }

@@ -11,7 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use sinkhole_workloads::model::CheckpointRecord;
+use sinkhole_model::CheckpointRecord;
 
 const PREFIX: &str = "chk-";
 const SUFFIX: &str = ".json";
@@ -118,7 +118,7 @@ impl CheckpointStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sinkhole_workloads::model::{Committable, SubtaskState, TxnProtocol};
+    use sinkhole_model::{Committable, SubtaskState, TxnProtocol};
 
     fn temp_dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("sinkhole-chk-{name}-{}", std::process::id()));

@@ -7,13 +7,14 @@
 //! A connection is tied to its subtask by the peer's pid (`SO_PEERCRED`) or by
 //! the subtask its first message names; until then its messages are kept in
 //! order.
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_model::{FromWorker, SinkMode};
 use sinkhole_workloads::control::{Channel, ChannelWriter};
-use sinkhole_workloads::model::{FromWorker, SinkMode};
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
@@ -40,8 +41,8 @@ pub(super) struct Conn {
 
 /// The control socket: `<dir>/control.sock`, unless that path is too long for
 /// a Unix socket address (108 bytes on Linux), then a short one in the temp dir.
-pub(super) fn socket_path(dir: &Path, run_id: &str, mode: SinkMode) -> PathBuf {
-    let p = dir.join("control.sock");
+pub(super) fn socket_path(dir: &ModeDir, run_id: &str, mode: SinkMode) -> PathBuf {
+    let p = dir.control_socket();
     if p.as_os_str().len() < 100 {
         return p;
     }

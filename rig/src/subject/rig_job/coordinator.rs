@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use sinkhole_workloads::model::{
+use sinkhole_model::{
     AckPolicy, CheckpointRecord, CommitOutcome, EventKind, FromWorker, Source, SubtaskState, ToWorker,
 };
 use tokio::net::UnixListener;
@@ -47,11 +47,11 @@ pub use super::state::Coordinator;
 use super::state::{Attempt, Late, Pending, Point, STOP_TIMEOUT, TICK};
 use super::workers::Launcher;
 use super::{Command, JobConfig, JobReport};
-use crate::history::{self, JobOutcome};
 use crate::subject::{Hold, HookEnd, JobEvent, Notice};
+use sinkhole_history::JobOutcome;
 
 pub(crate) fn now_wall_ms() -> u64 {
-    crate::utc::now_ms()
+    sinkhole_base::utc::now_ms()
 }
 
 /// `12400` → `12 400`.
@@ -65,15 +65,15 @@ impl<L: Launcher> Coordinator<L> {
     pub(crate) fn new(
         cfg: JobConfig,
         launcher: L,
-        history: history::Writer,
+        history: sinkhole_history::Writer,
         bootstrap: watch::Receiver<Vec<String>>,
         commands: mpsc::UnboundedReceiver<Command>,
         notices: mpsc::UnboundedSender<Notice>,
     ) -> anyhow::Result<Self> {
-        for sub in ["workers", "logs"] {
-            std::fs::create_dir_all(cfg.dir.join(sub)).with_context(|| format!("creating {}", cfg.dir.display()))?;
+        for sub in [cfg.dir.workers(), cfg.dir.logs()] {
+            std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
         }
-        let store = CheckpointStore::open(cfg.dir.join("checkpoints"))?;
+        let store = CheckpointStore::open(cfg.dir.checkpoints())?;
         let start = history.start();
         let socket = control::socket_path(&cfg.dir, &cfg.run_id, cfg.mode);
         let (inbox_tx, inbox) = mpsc::unbounded_channel();

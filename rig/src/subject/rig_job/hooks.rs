@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use nix::sys::signal::Signal;
-use sinkhole_workloads::model::{EventKind, ToWorker};
+use sinkhole_model::{EventKind, ToWorker};
 use tokio::sync::oneshot;
 
 use super::phase::Phase;
@@ -89,7 +89,7 @@ impl<L: Launcher> Coordinator<L> {
         let (ended, rx) = oneshot::channel();
         self.outage = Some(super::hooks::OutageState { since: Instant::now(), planned_ms: down_ms, ended });
         if let Phase::Down { .. } = self.phase {
-            self.set_phase(Phase::Down { until: crate::utc::in_ms_or_far(down_ms) })?;
+            self.set_phase(Phase::Down { until: sinkhole_base::utc::in_ms_or_far(down_ms) })?;
         }
         Ok(Outage { attempt, workers, ended: rx })
     }

@@ -13,17 +13,16 @@
 //!
 //! [`start`] spawns the coordinator on its own task and returns a [`Handle`]
 //! (the nemesis' way in, through [`Subject`]) and the stream of [`Notice`]s.
-use std::path::PathBuf;
 use std::time::Instant;
 
 use nix::sys::signal::Signal;
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_model::SinkMode;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::{Armed, Hook, Notice, Outage, Subject, WorkerHit};
-use crate::history;
-use crate::scenario::JobSpec;
+use sinkhole_base::rundir::ModeDir;
+use sinkhole_scenario::JobSpec;
 
 pub mod attempt;
 pub mod checkpoints;
@@ -43,7 +42,7 @@ pub struct JobConfig {
     pub run_id: String,
     pub mode: SinkMode,
     /// `results/<run-id>/<mode>/`: checkpoints/, workers/, logs/ go here.
-    pub dir: PathBuf,
+    pub dir: ModeDir,
     pub job: JobSpec,
     pub topic: String,
     pub partitions: u32,
@@ -51,11 +50,11 @@ pub struct JobConfig {
     pub progress: bool,
     /// Workers bootstrap from this listener with its credentials instead of
     /// the cluster's bootstrap (ACL scenarios: the sink's own principal).
-    pub sink_listener: Option<crate::cluster::SinkListener>,
+    pub sink_listener: Option<sinkhole_cluster::SinkListener>,
     /// The workers read this share group instead of generating their records.
-    pub share: Option<sinkhole_workloads::model::ShareInput>,
+    pub share: Option<sinkhole_model::ShareInput>,
     /// A real cluster's listener security, by reference (the workers read the password).
-    pub security: Option<sinkhole_workloads::wire::security::Security>,
+    pub security: Option<sinkhole_client::wire::security::Security>,
 }
 
 pub use super::JobReport;
@@ -165,7 +164,7 @@ pub struct Running {
 pub fn start<L: Launcher + 'static>(
     cfg: JobConfig,
     launcher: L,
-    history: history::Writer,
+    history: sinkhole_history::Writer,
     bootstrap: watch::Receiver<Vec<String>>,
 ) -> anyhow::Result<Running> {
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
@@ -183,6 +182,6 @@ pub fn start<L: Launcher + 'static>(
 
 /// When the run began (the history's origin), for callers that start the
 /// clock before the job.
-pub fn origin(history: &history::Writer) -> Instant {
+pub fn origin(history: &sinkhole_history::Writer) -> Instant {
     history.start()
 }

@@ -1,7 +1,7 @@
 //! The job's phases as a state machine, every legal transition in one place.
 //!
 //! The shape of Kafka's `TransactionManager.State.isTransitionValid` (and of
-//! this rig's own producer state in `workloads/src/producer/state.rs`): the
+//! this rig's own producer state in `client/src/producer/state.rs`): the
 //! coordinator changes its phase only through [`Phase::to`], and an illegal
 //! change is a bug that stops the run loudly instead of leaving the job in a
 //! state nobody planned for.

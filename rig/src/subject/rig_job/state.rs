@@ -11,8 +11,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sinkhole_model::SubtaskState;
 use sinkhole_workloads::control::ChannelWriter;
-use sinkhole_workloads::model::SubtaskState;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -21,8 +21,8 @@ use super::control::{Conn, Inbound};
 use super::phase::Phase;
 use super::workers::Launcher;
 use super::{Command, JobConfig};
-use crate::history::{self, JobOutcome};
 use crate::subject::{Hook, HookEnd, Notice, OutageEnd};
+use sinkhole_history::JobOutcome;
 
 /// A send to a worker that takes longer than this means the worker is gone
 /// or wedged; the connection is then out of step and treated as closed.
@@ -50,7 +50,7 @@ pub struct Coordinator<L: Launcher> {
     pub(super) launcher: L,
     /// The cluster's bootstrap servers as last published (read at each deploy).
     pub(super) bootstrap: watch::Receiver<Vec<String>>,
-    pub(super) history: history::Writer,
+    pub(super) history: sinkhole_history::Writer,
     pub(super) store: CheckpointStore,
     pub(super) socket: PathBuf,
     pub(super) start: Instant,

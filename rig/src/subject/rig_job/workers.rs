@@ -3,7 +3,7 @@
 //! The coordinator only sees the [`Launcher`] trait, so its state machine can
 //! be driven by in-process fake workers in tests; [`ProcessLauncher`] is the
 //! real one: one `sinkhole worker` OS process per subtask, in a process group of
-//! its own that dies with the rig ([`crate::procs`]), so faults are real
+//! its own that dies with the rig ([`sinkhole_base::procs`]), so faults are real
 //! signals.
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use sinkhole_faults::process::{ProcessId, RunState, SignalEffect};
-use sinkhole_workloads::model::WorkerConfig;
+use sinkhole_model::WorkerConfig;
 
-use crate::procs::{self, Lifetime};
+use sinkhole_base::procs::{self, Lifetime};
 
 /// What one start of a worker needs besides its configuration.
 #[derive(Debug, Clone)]

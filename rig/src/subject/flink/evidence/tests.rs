@@ -1,6 +1,6 @@
 use super::*;
 use crate::subject::flink::logs::split;
-use sinkhole_workloads::model::SinkMode;
+use sinkhole_model::SinkMode;
 
 struct Fixture {
     ev: Evidence,
@@ -10,7 +10,7 @@ struct Fixture {
 
 fn fixture(name: &str, naming: Naming) -> Fixture {
     let path = std::env::temp_dir().join(format!("sinkhole-evidence-{name}-{}.jsonl", std::process::id()));
-    let history = history::Writer::create(&path, SinkMode::FlinkKafkasink, Instant::now()).unwrap();
+    let history = sinkhole_history::Writer::create(&path, SinkMode::FlinkKafkasink, Instant::now()).unwrap();
     let (tx, notices) = mpsc::unbounded_channel();
     let mut ev = Evidence::new(
         history,
@@ -33,7 +33,7 @@ impl Fixture {
         }
     }
     fn events(&self) -> Vec<EventKind> {
-        history::read(&self.path).unwrap().events.into_iter().map(|e| e.kind).collect()
+        sinkhole_history::read(&self.path).unwrap().events.into_iter().map(|e| e.kind).collect()
     }
     fn notices(&mut self) -> Vec<JobEvent> {
         let mut out = vec![];
@@ -139,7 +139,7 @@ fn pooling_takes_the_id_the_writer_prepared_and_provenance_is_noted() {
 #[test]
 fn a_commit_logged_before_the_tasks_were_killed_is_not_settled_by_a_later_job() {
     let mut f = fixture("stale", Naming::Incrementing);
-    let before = crate::utc::now_ms() - 50;
+    let before = sinkhole_base::utc::now_ms() - 50;
     f.ev.tasks_gone();
     // Read after the kill, written before it: the next job's thread of the same name
     // must not call it committed.

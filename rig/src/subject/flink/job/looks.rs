@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use sinkhole_workloads::model::Source;
+use sinkhole_model::Source;
 
 use super::{unix_ms, Loop, PendingLook};
 use crate::subject::flink::lingering;
@@ -14,8 +14,8 @@ impl Loop {
     /// At a resubmission from checkpoint `n`: the transactions superseding `n`'s committables
     /// (a `superseded` premise's evidence).
     pub(super) async fn look_superseded(&mut self, n: u64) -> anyhow::Result<()> {
-        use crate::history::fault::Transactions;
-        use crate::history::observation::Look;
+        use sinkhole_history::fault::Transactions;
+        use sinkhole_history::observation::Look;
         let at_ms = self.start.elapsed().as_millis() as u64;
         let pre = self.evidence.precommitted.get(&n).cloned().unwrap_or_default();
         let committables: Vec<String> =
@@ -53,14 +53,14 @@ impl Loop {
     /// A look's finding, into the history as the checker's (the rig's own view, not the sink's).
     fn observed(
         &mut self,
-        look: crate::history::observation::Look,
+        look: sinkhole_history::observation::Look,
         at_ms: u64,
-        transactions: crate::history::fault::Transactions,
+        transactions: sinkhole_history::fault::Transactions,
         note: String,
     ) -> anyhow::Result<()> {
         self.progress(&note);
         let o =
-            crate::history::observation::Observation { look, at_ms, looked_at: None, transactions, note: Some(note) };
+            sinkhole_history::observation::Observation { look, at_ms, looked_at: None, transactions, note: Some(note) };
         self.history.record(Source::Checker, o.to_event()).context("writing the history")?;
         Ok(())
     }
@@ -79,8 +79,8 @@ impl Loop {
         at_ms: u64,
         found: Result<lingering::Look, String>,
     ) -> anyhow::Result<()> {
-        use crate::history::fault::Transactions;
-        use crate::history::observation::Look;
+        use sinkhole_history::fault::Transactions;
+        use sinkhole_history::observation::Look;
         let empty = lingering::Precommitted::new();
         let pre = l.restored_from.and_then(|n| self.evidence.precommitted.get(&n)).unwrap_or(&empty);
         let from = l.restored_from.map_or("no checkpoint".to_string(), |n| format!("checkpoint {n}"));
@@ -118,7 +118,7 @@ impl Loop {
                 (Transactions::Seen(views), note)
             }
         };
-        let pooled = self.cfg.flink.naming == crate::scenario::Naming::Pooling;
+        let pooled = self.cfg.flink.naming == sinkhole_scenario::Naming::Pooling;
         self.observed(
             Look::Lingering { attempt: l.attempt, restored_from: l.restored_from, pooled },
             at_ms,

@@ -11,7 +11,7 @@ impl Loop {
                 (self.cluster.lib.join(j.path.file_name().unwrap_or_default()), j.sha256.clone(), "the contributor's")
             }
             None => {
-                let sha = crate::install::flink::sha256_file(&self.cfg.dist.connector_jar).unwrap_or_default();
+                let sha = sinkhole_install::flink::sha256_file(&self.cfg.dist.connector_jar).unwrap_or_default();
                 (
                     self.cluster.lib.join(self.cfg.dist.connector_jar.file_name().unwrap_or_default()),
                     sha,
@@ -35,7 +35,7 @@ impl Loop {
             "taskmanager_classpath_holds_it": self.evidence.classpath,
             "proven": proven && classpath,
         });
-        std::fs::write(self.cfg.dir.join("flink").join("provenance.json"), serde_json::to_vec_pretty(&doc)?)?;
+        std::fs::write(self.cfg.dir.flink_provenance(), serde_json::to_vec_pretty(&doc)?)?;
         self.note(format!(
             "connector provenance: {} jar {} (sha256 {}) {} (KafkaSink loaded from it by every subtask: {proven}; on every TaskManager's Classpath line: {classpath})",
             expected.2,

@@ -1,0 +1,209 @@
+//! What the checker reports, and the records it reports on: the drained records and how far
+//! each partition's drain got, what the job was supposed to write, the counts a verdict is
+//! judged on, their examples, and the report of one mode. Plain data at the bottom of the
+//! crate: the counting, the store, the drain and the verdict all speak it.
+use serde::{Deserialize, Serialize};
+
+/// How many examples of each anomaly a report keeps.
+pub const MAX_EXAMPLES: usize = 8;
+
+/// One record read from the output topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainedRecord {
+    pub partition: i32,
+    pub offset: i64,
+    /// The record value (`run:subtask:seq` for records the source wrote).
+    pub value: Vec<u8>,
+    /// The `sinkhole.tid` header: the transaction that wrote the record.
+    pub tid: Option<String>,
+    /// The `sinkhole.produced_us` header.
+    pub produced_us: Option<i64>,
+}
+
+/// How far the drain got in one partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionDrain {
+    pub partition: i32,
+    /// Log start offset and high-water mark (read_uncommitted) before the drain.
+    pub low_watermark: i64,
+    pub high_watermark: i64,
+    /// The read_committed position reached: past committed and aborted data
+    /// and control markers. Below the high-water mark when the drain timed out.
+    pub position: i64,
+    pub records: u64,
+}
+
+impl PartitionDrain {
+    pub fn complete(&self) -> bool {
+        self.position >= self.high_watermark
+    }
+}
+
+/// Everything one drain read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Drain {
+    pub topic: String,
+    pub records: Vec<DrainedRecord>,
+    pub partitions: Vec<PartitionDrain>,
+    pub elapsed_ms: u64,
+}
+
+/// What the job was supposed to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    pub run_id: String,
+    pub parallelism: u32,
+    pub records_per_subtask: u64,
+}
+
+/// The counts a verdict is judged on. Fields after `unexpected` were added
+/// later: `#[serde(default)]` keeps older verdict and summary files readable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counts {
+    /// parallelism × records_per_subtask.
+    pub expected: u64,
+    /// Distinct expected records seen at least once.
+    pub committed: u64,
+    /// Expected records never seen.
+    pub lost: u64,
+    /// Extra copies: a record seen three times counts 2.
+    pub duplicated: u64,
+    /// Records of another run, malformed, or out of the source's range.
+    pub unexpected: u64,
+    /// Steps back: within a partition, a subtask's seq not above the one
+    /// before it (read in offset order; a repeat counts too).
+    #[serde(default)]
+    pub nonmonotonic: u64,
+    /// Visible records that only a transaction the history says was aborted
+    /// can have written.
+    #[serde(default)]
+    pub aborted_read: u64,
+    /// Transactions with some records visible and others not.
+    #[serde(default)]
+    pub torn_transaction: u64,
+    /// Partitions whose read_committed position stayed below the high-water mark.
+    #[serde(default)]
+    pub uncommitted_tail: u64,
+    /// Share-group source: deliveries the workers saw with a delivery count
+    /// above 1 ([`share::ShareView`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redelivered: u64,
+    /// Share-group source: input records the group archived by the end.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub archived: u64,
+    /// Transactions of an earlier attempt still open once a restored attempt
+    /// was up ([`lingering`]). Left out when zero, so counts serialise as
+    /// they did before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lingering: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One example of an anomaly.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Example {
+    pub subtask: Option<u32>,
+    /// The first (or only) sequence number.
+    pub seq: Option<u64>,
+    /// The last sequence number of a range (lost records come in ranges).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq_end: Option<u64>,
+    pub partition: Option<i32>,
+    pub offset: Option<i64>,
+    pub transactional_id: Option<String>,
+    /// The checkpoint of that transaction, where the history knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<u64>,
+    /// A sentence for the report.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Examples {
+    pub lost: Vec<Example>,
+    pub duplicated: Vec<Example>,
+    pub unexpected: Vec<Example>,
+    #[serde(default)]
+    pub nonmonotonic: Vec<Example>,
+    #[serde(default)]
+    pub aborted_read: Vec<Example>,
+    #[serde(default)]
+    pub torn_transaction: Vec<Example>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lingering: Vec<Example>,
+}
+
+/// A partition whose read_committed position stayed below the high-water
+/// mark: an open (hanging) transaction holds back the last stable offset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UncommittedTail {
+    pub partition: i32,
+    pub position: i64,
+    pub high_watermark: i64,
+    /// What holds it open, by the brokers' own answers ([`open_txn`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open: Vec<OpenTxn>,
+}
+
+/// The checker's findings for one mode.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CheckReport {
+    pub counts: Counts,
+    pub examples: Examples,
+    /// Every contiguous lost range (subtask, first seq, last seq), split at
+    /// transaction boundaries the history knows.
+    pub lost_ranges: usize,
+    pub uncommitted_tail: Vec<UncommittedTail>,
+    /// Records read, per partition and in total.
+    pub partitions: Vec<PartitionDrain>,
+    pub records_read: u64,
+}
+
+/// The transaction holding one partition's tail open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenTxn {
+    pub producer_id: i64,
+    pub producer_epoch: i32,
+    pub txn_start_offset: i64,
+    /// From ListTransactions; `None` when no coordinator lists the producer
+    /// (its id expired, or the listing failed: see `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordinator_state: Option<String>,
+    /// Open here but finished (or unknown) at its coordinator.
+    pub hanging: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Whether a transaction open in a partition is hanging, given what its
+/// coordinator says (`None`: no coordinator knows the producer).
+pub fn is_hanging(coordinator_state: Option<&str>) -> bool {
+    !matches!(coordinator_state, Some("Ongoing" | "PrepareCommit" | "PrepareAbort"))
+}
+
+impl OpenTxn {
+    /// One line for a verdict's reason.
+    pub fn describe(&self) -> String {
+        let id = self.transactional_id.as_deref().unwrap_or("an unknown transactional id");
+        let at = format!(
+            "{id} (producer {}, epoch {}) from offset {}",
+            self.producer_id, self.producer_epoch, self.txn_start_offset
+        );
+        match (&self.coordinator_state, self.hanging) {
+            (Some(s), true) => format!(
+                "held open by {at}, which its coordinator has as {s}: a hanging transaction, finished by the coordinator \
+                 without this partition's marker (the broker's doing, not the sink's)"
+            ),
+            (Some(s), false) => format!("held open by {at}, still {s} at its coordinator"),
+            (None, _) => format!(
+                "held open by {at}, which no coordinator lists: a hanging transaction{}",
+                self.error.as_deref().map(|e| format!(" (listing failed: {e})")).unwrap_or_default()
+            ),
+        }
+    }
+}

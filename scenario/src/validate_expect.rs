@@ -1,0 +1,143 @@
+//! The `expect:` and `premise:` sections of a scenario, checked: an
+//! expectation or premise only for a mode that runs, conditions that parse,
+//! counts that the scenario's source can have, premises that name one set of
+//! transactions the rig can observe (or, for a share group's premises, a
+//! scenario that has one). An empty premise entry is valid: it turns the
+//! defaults off (`premise::defaults`). Split from `validate.rs`, which calls them.
+use super::located::{key, Seg};
+use super::*;
+
+/// One mode's expectation, at `path`: the mode runs, every condition parses.
+pub(super) fn validate_expectation(
+    s: &Scenario,
+    path: Vec<Seg>,
+    m: SinkMode,
+    e: &Expectation,
+    bad: &mut impl FnMut(Vec<Seg>, String),
+) {
+    if !s.modes.contains(&m) {
+        bad(
+            path.clone(),
+            format!(
+                "an expectation for {m}, which is not in modes [{}]",
+                s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    let share = s.share_source().is_some();
+    if let Expectation::FailedWith(f) = e {
+        if f.job_failed.trim().is_empty() {
+            let mut p = path.clone();
+            p.push(key("job_failed"));
+            bad(p, "empty: give the text the failure's reason must contain (e.g. an exception's class)".into());
+        }
+    }
+    if let Expectation::Counts(conds) = e {
+        for (name, cond) in conds {
+            let mut p = path.clone();
+            p.push(key(count_key(*name)));
+            if let Err(msg) = cond.parse() {
+                bad(p.clone(), msg);
+            }
+            match name {
+                CountName::Redelivered | CountName::Archived if !share => bad(
+                    p,
+                    format!("{} is counted for a share-group source only (source: {{type: share-group}})", count_key(*name)),
+                ),
+                CountName::Nonmonotonic if share => bad(
+                    p,
+                    "a share group hands records out in no order across its members: nonmonotonic is not counted with a share-group source".into(),
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A mode's premises: its mode runs, each premise names exactly one set of
+/// transactions, and that set can be observed.
+pub(super) fn validate_premises(
+    s: &Scenario,
+    m: SinkMode,
+    p: &premise::Premises,
+    bad: &mut impl FnMut(Vec<Seg>, String),
+) {
+    let path = vec![key("premise"), key(m.name())];
+    if !s.modes.contains(&m) {
+        bad(
+            path.clone(),
+            format!(
+                "a premise for {m}, which is not in modes [{}]",
+                s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    // An empty entry is allowed: no premises for the mode, not even the defaults.
+    for pr in p.list() {
+        let mut pp = path.clone();
+        pp.push(key(pr.kind.name()));
+        if pr.kind.of_share_group() {
+            if s.share_source().is_none() {
+                bad(
+                    pp,
+                    format!(
+                        "{} is about a share group's deliveries: the scenario has no share-group source \
+                         (source: {{type: share-group}})",
+                        pr.kind.name()
+                    ),
+                );
+            }
+            continue;
+        }
+        if pr.kind == premise::PremiseKind::Superseded {
+            if m != SinkMode::FlinkKafkasink {
+                bad(
+                    pp.clone(),
+                    "superseded is looked at by the Flink subject when it resubmits: flink-kafkasink only".into(),
+                );
+            }
+            if pr.of.fault.is_some() {
+                bad(pp.clone(), "superseded is about a checkpoint's ids: name `checkpoint: N`".into());
+                continue;
+            }
+        }
+        match (&pr.of.checkpoint, &pr.of.fault) {
+            (Some(_), Some(_)) | (None, None) => {
+                bad(pp, "name exactly one of `checkpoint: N` or `fault: NAME`".into());
+            }
+            (Some(0), None) => {
+                pp.push(key("checkpoint"));
+                bad(pp, "checkpoints are numbered from 1: must be ≥ 1".into());
+            }
+            (Some(_), None) => {}
+            (None, Some(name)) => {
+                pp.push(key("fault"));
+                // A fault's label as the nemesis names it: its name, else `<kind>-<index>`.
+                let label =
+                    |i: usize, f: &FaultSpec| f.name.clone().unwrap_or_else(|| format!("{}-{i}", f.kind.name()));
+                let found = s.faults.iter().enumerate().find(|(i, f)| label(*i, f) == *name);
+                // When the nemesis takes the broker's view of a pause's transactions.
+                let timing = crate::Timing::of(s);
+                match found {
+                    None => bad(pp, format!("no fault named {name:?}")),
+                    Some((_, f)) if f.kind.kind() != FaultKind::PauseWorkers => bad(
+                        pp,
+                        format!(
+                            "{name} is a {} fault: only the transactions a pause-workers fault freezes open are looked at for it; use `checkpoint: N` for a checkpoint's",
+                            f.kind.name()
+                        ),
+                    ),
+                    Some((_, f)) if f.duration_ms.is_some_and(|d| d <= timing.look_after_ms()) => bad(
+                        pp,
+                        format!(
+                            "{name} lasts {} ms: the broker's view is taken {} into a pause, so the pause must last longer",
+                            f.duration_ms.unwrap_or(0),
+                            timing.look_after_text()
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+}
