@@ -48,10 +48,27 @@ struct Inner {
     lines: u64,
 }
 
-fn wall_ms_at(at: Instant) -> u64 {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let ago = Instant::now().saturating_duration_since(at);
-    now.saturating_sub(ago).as_millis() as u64
+/// A moment on both clocks: the monotonic one `mono_us` counts on and the
+/// wall clock `wall_ms` shows. Taken once, it stamps one happening in several
+/// histories (a cluster fault seen by every mode of a side-by-side run) at
+/// the same moment, however long writing the first history took.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    pub at: Instant,
+    pub wall_ms: u64,
+}
+
+impl Stamp {
+    pub fn now() -> Stamp {
+        Stamp::of(Instant::now())
+    }
+
+    /// `at` on the wall clock: now, less the time since `at`.
+    pub fn of(at: Instant) -> Stamp {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let ago = Instant::now().saturating_duration_since(at);
+        Stamp { at, wall_ms: now.saturating_sub(ago).as_millis() as u64 }
+    }
 }
 
 impl Writer {
@@ -85,9 +102,14 @@ impl Writer {
     /// Records an event that happened at `at` (e.g. when a worker's message
     /// arrived, which may be earlier than now if the coordinator was busy).
     pub fn record_at(&self, at: Instant, source: Source, kind: EventKind) -> io::Result<Event> {
+        self.record_stamped(Stamp::of(at), source, kind)
+    }
+
+    /// Records an event at a moment stamped once for several histories.
+    pub fn record_stamped(&self, stamp: Stamp, source: Source, kind: EventKind) -> io::Result<Event> {
         let event = Event {
-            wall_ms: wall_ms_at(at),
-            mono_us: at.saturating_duration_since(self.start).as_micros() as u64,
+            wall_ms: stamp.wall_ms,
+            mono_us: stamp.at.saturating_duration_since(self.start).as_micros() as u64,
             mode: self.mode,
             source,
             kind,

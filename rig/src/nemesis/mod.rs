@@ -39,6 +39,7 @@ use tokio::task::JoinSet;
 use crate::subject::{Notice, Subject};
 use sinkhole_cluster::Cluster;
 use sinkhole_history::fault::{End, FailedStart, FaultEffect, FaultRecord, Firing, Start, Trigger};
+use sinkhole_history::Stamp;
 use sinkhole_scenario::{FaultSpec, Timing, When};
 
 pub mod brokers;
@@ -400,10 +401,14 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
 
     // ----- records -------------------------------------------------------
 
-    /// Records an event of fault `f` in the history of every member it is for.
+    /// Records an event of fault `f` in the history of every member it is for,
+    /// at one moment: each history's fsync must not make the firing look later
+    /// in the next.
     pub(crate) fn record(&self, f: usize, kind: EventKind) -> anyhow::Result<()> {
+        let stamp = Stamp::now();
         for m in self.audience(f) {
-            self.members[m].history.record(Source::Fault, kind.clone()).context("writing the history")?;
+            let history = &self.members[m].history;
+            history.record_stamped(stamp, Source::Fault, kind.clone()).context("writing the history")?;
         }
         Ok(())
     }
