@@ -997,13 +997,16 @@ async fn a_dropped_notification_is_covered_by_the_next_one() {
     assert_eq!(rec.effect["end"]["checkpoint"], 2);
     assert_eq!(rec.effect["end"]["withheld_from"], serde_json::json!([1]));
     assert_eq!(rec.effect["end"]["missed"][0]["subtask"], 1);
-    // Subtask 0 committed checkpoint 2's transaction at its notification;
-    // subtask 1 only after the notification of 3, which covers 2.
+    // Subtask 0 was sent checkpoint 2's notification (the fault withheld it
+    // from subtask 1 alone, above) and committed after it; subtask 1 could
+    // commit 2 only after the notification of 3, which covers 2. When subtask
+    // 0's commit lands relative to the notification of 3 is not ordered: as in
+    // Flink, the barrier of 3 may reach it before the notification of 2 does.
     let notified2 = r.position(|k| *k == EventKind::CheckpointNotified { id: 2 }).unwrap();
     let notified3 = r.position(|k| *k == EventKind::CheckpointNotified { id: 3 }).unwrap();
     let c0 = committed_at(&r, 0, "t-dropnote-0-2").expect("subtask 0 committed 2");
     let c1 = committed_at(&r, 1, "t-dropnote-1-2").expect("subtask 1 committed 2 later");
-    assert!(c0 > notified2 && c0 < notified3, "{c0} {notified2} {notified3}");
+    assert!(c0 > notified2, "{c0} {notified2}");
     assert!(c1 > notified3, "subtask 1 committed 2 at {c1}, the notification of 3 is at {notified3}");
     assert_eq!(r.outcome.attempts, 1);
     assert_everything_committed(&r, 2, 600);
@@ -1024,11 +1027,12 @@ async fn a_delayed_notification_arrives_late_while_the_job_goes_on() {
     let notified3 = r.position(|k| *k == EventKind::CheckpointNotified { id: 3 }).unwrap();
     let sent_late = r.position(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "late")).unwrap();
     assert!(at(sent_late) - at(notified2) >= 200_000, "sent {} µs after", at(sent_late) - at(notified2));
-    // Subtask 1 committed 2 at its notification; subtask 0 had none for 2 in
-    // time and committed it only with a later one (3 covers 2).
+    // Subtask 1 committed 2 after its notification; subtask 0 had none for 2
+    // in time and committed it only with a later one (3 covers 2). Subtask 1's
+    // commit is not ordered against the notification of 3 (see the test above).
     let c0 = committed_at(&r, 0, "t-delaynote-0-2").unwrap();
     let c1 = committed_at(&r, 1, "t-delaynote-1-2").unwrap();
-    assert!(c1 > notified2 && c1 < notified3, "{c1} {notified2} {notified3}");
+    assert!(c1 > notified2, "{c1} {notified2}");
     assert!(c0 > notified3, "{c0} {notified3}");
     // The coordinator kept checkpointing while the notification was held.
     let persisted_meanwhile = r.events[notified2..sent_late]
