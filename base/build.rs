@@ -14,7 +14,7 @@ fn main() {
         Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
         _ => git::describe(&dir, "Cargo.toml"),
     };
-    // Again when HEAD or the index moves, and when a source file of the
+    // Again when HEAD moves, and when a source file of the
     // workspace changes (the dirty mark), not on every build.
     for p in git::watched(&dir) {
         println!("cargo:rerun-if-changed={}", p.display());

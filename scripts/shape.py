@@ -94,7 +94,7 @@ LAYERS = {
         error report
         txns open_txn lingering
         count drain share
-        indexing store
+        indexing store reads
         check
         bench offline
         latency premise

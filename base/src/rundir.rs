@@ -31,6 +31,8 @@ pub mod names {
 
     /// A mode's history.
     pub const HISTORY: &str = "history.jsonl";
+    /// What a mode's live readers polled (a scenario's `readers:`).
+    pub const READS: &str = "readers.jsonl";
     /// A mode's verdict.
     pub const VERDICT: &str = "verdict.json";
     /// What the checker read from a mode's topic.
@@ -159,6 +161,10 @@ impl ModeDir {
 
     pub fn history(&self) -> PathBuf {
         self.root.join(names::HISTORY)
+    }
+
+    pub fn reads(&self) -> PathBuf {
+        self.root.join(names::READS)
     }
 
     pub fn verdict(&self) -> PathBuf {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use sinkhole_base::rundir::ModeDir;
 
 use crate::error::CheckerError;
+use crate::reads::{self, ReadReport};
 use crate::report::{CheckReport, DrainedRecord, Expected, PartitionDrain};
 use crate::txns::HistoryIndex;
 use crate::{count, drain, open_txn, store};
@@ -63,6 +64,25 @@ pub async fn check_mode(spec: &CheckSpec) -> Result<CheckReport, CheckerError> {
     let bootstrap: Vec<String> = spec.bootstrap.split(',').map(str::to_string).collect();
     open_txn::explain(&bootstrap, &spec.topic, &mut report.uncommitted_tail).await;
     Ok(report)
+}
+
+/// The live readers' check: `readers.jsonl` against the saved drain (`drained.bin`) and the
+/// history; None when the run had no readers. The same online, right after the drain, and
+/// offline (`sinkhole check`).
+pub fn check_reads_in(dir: &ModeDir, history: Option<&Path>) -> Result<Option<ReadReport>, CheckerError> {
+    let path = dir.reads();
+    if !path.exists() {
+        return Ok(None);
+    }
+    let events = match history {
+        Some(h) if h.exists() => sinkhole_history::read(h)?.events,
+        _ => Vec::new(),
+    };
+    let partitions = store::read_partitions(&dir.drained_partitions())?;
+    let drained = dir.drained();
+    let each =
+        |f: &mut dyn FnMut(crate::count::RecordRef<'_>)| store::for_each(&drained, None, |_, r| f(r)).map(|_| ());
+    reads::check_reads(&path, &partitions, each, &events).map(Some)
 }
 
 /// Re-checks a saved drain offline, streaming `drained.bin` (twice when

@@ -31,6 +31,7 @@ pub mod lingering;
 pub mod offline;
 pub mod open_txn;
 pub mod premise;
+pub mod reads;
 pub mod report;
 pub mod share;
 pub mod store;

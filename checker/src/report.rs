@@ -96,6 +96,25 @@ pub struct Counts {
     /// they did before it existed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lingering: u64,
+    /// What the scenario's live readers saw ([`crate::reads`]; absent without readers):
+    /// records polled where nothing was committed …
+    #[serde(default, rename = "G1a", skip_serializing_if = "is_zero")]
+    pub g1a: u64,
+    /// … at an offset that holds another record …
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inconsistent_offsets: u64,
+    /// … before their transaction could commit …
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub precommitted_read: u64,
+    /// … committed records passed over between two polls …
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub poll_skip: u64,
+    /// … polls at or below the offset polled before …
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nonmonotonic_poll: u64,
+    /// … and committed records no reader polled.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unseen: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -195,6 +195,10 @@ pub struct Verdict {
     /// workers saw of deliveries and acknowledgements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<crate::share::ShareView>,
+    /// What the scenario's live readers saw: their counts (also in `counts`), examples and
+    /// the lag from commit to first poll; absent without readers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<crate::reads::ReadReport>,
 }
 
 /// Renders an expectation as written in YAML, compactly: `clean`, `lost>0`.
@@ -228,11 +232,18 @@ fn count_of(c: &Counts, n: CountName) -> u64 {
         CountName::Redelivered => c.redelivered,
         CountName::Archived => c.archived,
         CountName::Lingering => c.lingering,
+        CountName::G1a => c.g1a,
+        CountName::InconsistentOffsets => c.inconsistent_offsets,
+        CountName::PrecommittedRead => c.precommitted_read,
+        CountName::PollSkip => c.poll_skip,
+        CountName::NonmonotonicPoll => c.nonmonotonic_poll,
+        CountName::Unseen => c.unseen,
     }
 }
 
-/// The anomalies a `clean` expectation forbids.
-const CLEAN: [CountName; 7] = [
+/// The anomalies a `clean` expectation forbids: the output's, then what live readers saw
+/// (`unseen` is not one: a reader a fault stopped near the end misses the last records).
+const CLEAN: [CountName; 12] = [
     CountName::Lost,
     CountName::Duplicated,
     CountName::Unexpected,
@@ -240,6 +251,11 @@ const CLEAN: [CountName; 7] = [
     CountName::AbortedRead,
     CountName::TornTransaction,
     CountName::Lingering,
+    CountName::G1a,
+    CountName::InconsistentOffsets,
+    CountName::PrecommittedRead,
+    CountName::PollSkip,
+    CountName::NonmonotonicPoll,
 ];
 
 fn counts_text(c: &Counts) -> String {
@@ -255,6 +271,12 @@ fn counts_text(c: &Counts) -> String {
         CountName::Redelivered,
         CountName::Archived,
         CountName::Lingering,
+        CountName::G1a,
+        CountName::InconsistentOffsets,
+        CountName::PrecommittedRead,
+        CountName::PollSkip,
+        CountName::NonmonotonicPoll,
+        CountName::Unseen,
     ] {
         if count_of(c, k) > 0 {
             t.push_str(&format!(", {} {}", count_of(c, k), count_key(k)));
@@ -579,6 +601,7 @@ pub fn build(i: VerdictInput<'_>) -> Verdict {
         // Filled by the caller, who has the history and the live tail.
         latency: Default::default(),
         share: None,
+        reads: None,
     };
     v.reword();
     v

@@ -26,6 +26,7 @@ pub use sinkhole_model::{Event, EventKind, Source};
 pub mod fault;
 pub mod observation;
 pub mod outcome;
+pub mod reads;
 pub mod trigger;
 
 pub use fault::FaultRecord;

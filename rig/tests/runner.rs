@@ -94,6 +94,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
         flink: None,
         expect_by: Vec::new(),
         premise: BTreeMap::new(),
+        readers: None,
     };
     let mode_dir = dir.join("legacy");
     let outcome = run_mode(

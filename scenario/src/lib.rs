@@ -29,6 +29,7 @@ pub mod flink;
 pub mod load;
 mod located;
 pub mod premise;
+pub mod readers;
 pub mod schedule;
 pub mod source;
 pub mod timing;
@@ -46,6 +47,7 @@ pub use fault::{
 pub use flink::{FlinkSpec, Naming};
 pub use load::{from_str, load, ScenarioError};
 pub use located::Problem;
+pub use readers::{ReaderMode, ReadersSpec};
 pub use source::{ShareSpec, SourceKind, SourceSpec};
 pub use timing::Timing;
 pub use values::*;
@@ -94,6 +96,9 @@ pub struct Scenario {
     /// (`premise`): an unmet premise makes the verdict inconclusive.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub premise: BTreeMap<SinkMode, premise::Premises>,
+    /// Live read_committed consumers of each mode's topic, judged on what they polled (`readers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readers: Option<ReadersSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -367,6 +372,20 @@ pub enum CountName {
     Archived,
     /// A transaction an earlier attempt left open, still open after a restore.
     Lingering,
+    // What the scenario's live readers saw (`readers:`), as Jepsen's Kafka workload names it.
+    /// A reader polled a record where nothing was committed (an aborted read, seen live).
+    #[serde(rename = "G1a", alias = "g1a")]
+    G1a,
+    /// A reader polled a record at an offset that holds another one.
+    InconsistentOffsets,
+    /// A reader polled a record before its transaction could commit.
+    PrecommittedRead,
+    /// Consecutive polls of a reader passed over a committed record.
+    PollSkip,
+    /// A reader polled an offset at or below the one it polled before.
+    NonmonotonicPoll,
+    /// Committed records no reader polled before the end.
+    Unseen,
 }
 
 /// A condition on a count: `0`, `">0"`, `">=5"`, `"<10"`, `"==3"`.
@@ -499,6 +518,12 @@ pub fn count_key(c: CountName) -> &'static str {
         CountName::Redelivered => "redelivered",
         CountName::Archived => "archived",
         CountName::Lingering => "lingering",
+        CountName::G1a => "G1a",
+        CountName::InconsistentOffsets => "inconsistent-offsets",
+        CountName::PrecommittedRead => "precommitted-read",
+        CountName::PollSkip => "poll-skip",
+        CountName::NonmonotonicPoll => "nonmonotonic-poll",
+        CountName::Unseen => "unseen",
     }
 }
 

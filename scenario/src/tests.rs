@@ -538,3 +538,21 @@ fn expectations_by_version_are_checked_where_they_are_written() {
     );
     one_parse(&with_expect_by("  - {protocol: v3, expect: {legacy: clean}}"), 18, "expect_by[0].protocol", "v3");
 }
+
+#[test]
+fn readers_are_read_with_their_default_mode_and_bad_ones_are_located() {
+    // `readers:` after `faults: []` (line 13): `count` at line 15, `mode` at 16.
+    let readers =
+        |body: &str| with_faults("  []").replace("faults:\n  []\n", &format!("faults: []\nreaders:\n{body}\n"));
+    let s = from_str(&readers("  count: 2"), "t.yaml").expect("valid");
+    assert_eq!(s.readers, Some(ReadersSpec { count: 2, mode: ReaderMode::Assign }));
+    let s = from_str(&readers("  count: 24\n  mode: assign~read-uncommitted"), "t.yaml").expect("valid");
+    assert_eq!(
+        s.readers.map(|r| (r.mode, r.mode.isolation())),
+        Some((ReaderMode::AssignReadUncommitted, "read_uncommitted"))
+    );
+    one(&readers("  count: 0"), 15, "readers.count", "use 1 to 24 readers");
+    one(&readers("  count: 25\n  mode: subscribe"), 15, "readers.count", "8 per partition of the topic's 3");
+    one_parse(&readers("  count: 2\n  mode: everyone"), 16, "readers.mode", "unknown variant `everyone`");
+    one_parse(&readers("  count: 2\n  isolation: none"), 16, "readers.isolation", "unknown field `isolation`");
+}

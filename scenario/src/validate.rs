@@ -24,6 +24,7 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
     validate_topic(s, &mut bad);
     validate_job(s, max_timeout, &mut bad);
     validate_modes(s, &mut bad);
+    super::readers::validate(s, &mut bad);
     validate_flink(s, file, &mut bad);
     for (path, message) in super::source::validate(s) {
         bad(path, message);

@@ -96,6 +96,12 @@ pub fn anomalies(c: &Counts, uncommitted_tail: bool) -> Vec<String> {
         ("LINGERING", c.lingering),
         // Last of the output's: it accompanies duplicates (every replay steps back).
         ("NONMONOTONIC", c.nonmonotonic),
+        // What live readers saw (`unseen` is not an anomaly of the data: it is not said here).
+        ("G1a", c.g1a),
+        ("INCONSISTENT OFFSETS", c.inconsistent_offsets),
+        ("PRECOMMITTED READ", c.precommitted_read),
+        ("POLL SKIP", c.poll_skip),
+        ("NONMONOTONIC POLL", c.nonmonotonic_poll),
     ];
     let mut out: Vec<String> = counted.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
     if uncommitted_tail || c.uncommitted_tail > 0 {

@@ -20,7 +20,7 @@ mod stability;
 
 /// Every anomaly count under its short name, in the order cells show them.
 /// Nonmonotonic last: it accompanies duplicates (every replay steps back).
-pub fn anomaly_counts(c: &Counts) -> [(&'static str, u64); 8] {
+pub fn anomaly_counts(c: &Counts) -> [(&'static str, u64); 13] {
     [
         ("lost", c.lost),
         ("dup", c.duplicated),
@@ -30,6 +30,11 @@ pub fn anomaly_counts(c: &Counts) -> [(&'static str, u64); 8] {
         ("hanging", c.uncommitted_tail),
         ("lingering", c.lingering),
         ("nonmono", c.nonmonotonic),
+        ("G1a", c.g1a),
+        ("inconsistent", c.inconsistent_offsets),
+        ("precommitted", c.precommitted_read),
+        ("poll-skip", c.poll_skip),
+        ("nonmono-poll", c.nonmonotonic_poll),
     ]
 }
 

@@ -97,6 +97,12 @@ pub fn recheck_mode(run_dir: &RunDir, dir: &ModeDir, warn: &mut dyn FnMut(&str))
         if let Some(view) = v.share.as_mut() {
             view.fold_into(&mut r.report);
         }
+        // What the live readers saw, re-judged from readers.jsonl against the same drain.
+        v.reads = sinkhole_checker::check::check_reads_in(dir, Some(&v.history))
+            .map_err(|e| RecheckError::BadInput(anyhow!("{}: {e}", dir.reads().display())))?;
+        if let Some(reads) = &v.reads {
+            reads.add_to(&mut r.report.counts);
+        }
         Some(r.report)
     } else {
         None

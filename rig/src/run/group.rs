@@ -28,6 +28,8 @@ struct Prepared {
     dir: ModeDir,
     topic: String,
     tail: Option<latency::tail::Tail>,
+    /// The scenario's live readers (`readers:`).
+    readers: Option<super::readers::Readers>,
     /// A share-group source's state sampler (records archived while running).
     share_watch: Option<super::share::Watch>,
 }
@@ -62,8 +64,30 @@ async fn prepare(plan: &Plan, cluster: &dyn Cluster, mode: SinkMode) -> anyhow::
             None
         }
     };
+    let readers = match &s.readers {
+        Some(spec) => {
+            let group = format!("sinkhole-readers-{}-{}", plan.short_id, mode.slug());
+            let path = dir.reads();
+            let target = super::readers::Target {
+                bootstrap: &cluster.bootstrap(),
+                topic: &topic,
+                partitions: s.topic.partitions,
+                group: &group,
+                path: &path,
+            };
+            let r = super::readers::Readers::start(spec, &target)
+                .with_context(|| format!("{mode}: starting the readers"))?;
+            progress(&format!(
+                "{mode}: {} live read_committed reader(s) ({}) polling {topic}",
+                spec.count,
+                spec.mode.name()
+            ));
+            Some(r)
+        }
+        None => None,
+    };
     let share_watch = super::share::Watch::start(cluster.bootstrap_list(), s, &topic);
-    Ok(Prepared { mode, dir, topic, tail, share_watch })
+    Ok(Prepared { mode, dir, topic, tail, readers, share_watch })
 }
 
 /// The row of a mode the rig itself failed to run: no verdict on the sink
@@ -173,6 +197,9 @@ pub(super) async fn run_group(
                 if let Some(t) = p.tail {
                     let _ = t.stop().await;
                 }
+                if let Some(r) = p.readers {
+                    let _ = r.stop().await;
+                }
                 rows[i] = Some(rig_failed(s, mode, &e));
             }
         }
@@ -205,7 +232,7 @@ async fn judge(
     premises: Vec<PremiseRecord>,
 ) -> anyhow::Result<(ModeSummary, Option<u64>)> {
     let s = &plan.scenario;
-    let Prepared { mode, dir, topic, tail, share_watch } = p;
+    let Prepared { mode, dir, topic, tail, readers, share_watch } = p;
     let archive_seen = match share_watch {
         Some(w) => Some(w.stop().await),
         None => None,
@@ -214,6 +241,9 @@ async fn judge(
         Some(t) => t.stop().await.map_err(|e| progress(&format!("{mode}: visibility tail: {e:#}"))).ok(),
         None => None,
     };
+    if let Some(r) = readers {
+        r.stop().await.with_context(|| format!("{mode}: stopping the readers"))?;
+    }
     // A mode the broker cannot run wrote nothing worth checking.
     let mut report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
         None
@@ -242,6 +272,18 @@ async fn judge(
     if let Some(p) = s.premise.get(&mode) {
         premises.extend(sinkhole_checker::premise::share::evaluate(p, share_view.as_ref(), super::share::group_of(s)));
     }
+    // What the live readers saw, judged against the drain; its counts judged with the output's.
+    let reads = match report.as_mut() {
+        Some(r) => {
+            let reads = sinkhole_checker::check::check_reads_in(&dir, Some(&outcome.history))
+                .with_context(|| format!("{mode}: checking what the readers saw"))?;
+            if let Some(x) = &reads {
+                x.add_to(&mut r.counts);
+            }
+            reads
+        }
+        None => None,
+    };
     let mut v = verdict::build(VerdictInput {
         scenario: &s.name,
         run_id: &plan.run_id,
@@ -255,6 +297,7 @@ async fn judge(
         drained: dir.drained(),
     });
     v.share = share_view;
+    v.reads = reads;
     // Unchecked (unsupported): still say how many records the job was for.
     v.counts.expected = u64::from(s.job.parallelism) * s.job.records_per_subtask;
     match latency::finish_mode(mode, &dir, &outcome.history, seen.as_ref()) {

@@ -25,6 +25,7 @@ use sinkhole_scenario::{Scenario, Timing};
 
 mod cluster;
 mod group;
+mod readers;
 pub mod reuse;
 pub mod share;
 

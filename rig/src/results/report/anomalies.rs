@@ -37,6 +37,9 @@ fn mode_anomalies(m: &ModeData) -> String {
     if let Some(s) = &v.share {
         super::share::share_table(&mut out, s);
     }
+    if let Some(r) = &v.reads {
+        super::reads::reads_table(&mut out, r);
+    }
     job_table(&mut out, v);
     out
 }
@@ -44,7 +47,7 @@ fn mode_anomalies(m: &ModeData) -> String {
 /// The counts, each anomaly marked when it is not 0, with "clean" above them when none is.
 fn counts_table(out: &mut String, v: &Verdict) {
     let c = &v.counts;
-    let anomalies = [
+    let mut anomalies = vec![
         ("lost", c.lost),
         ("duplicated", c.duplicated),
         ("unexpected", c.unexpected),
@@ -54,6 +57,16 @@ fn counts_table(out: &mut String, v: &Verdict) {
         ("uncommitted-tail", c.uncommitted_tail.max(v.uncommitted_tail.len() as u64)),
         ("lingering", c.lingering),
     ];
+    // Live readers only: what they saw is judged too (their table follows, with examples).
+    if v.reads.is_some() {
+        anomalies.extend([
+            ("G1a", c.g1a),
+            ("inconsistent-offsets", c.inconsistent_offsets),
+            ("precommitted-read", c.precommitted_read),
+            ("poll-skip", c.poll_skip),
+            ("nonmonotonic-poll", c.nonmonotonic_poll),
+        ]);
+    }
     // Share-group source only: evidence, not anomalies of the output.
     let evidence: Vec<(&str, u64)> = match &v.share {
         Some(_) => vec![("redelivered", c.redelivered), ("archived", c.archived)],

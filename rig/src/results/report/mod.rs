@@ -32,6 +32,7 @@ mod anomalies;
 pub mod charts;
 mod checkpoints;
 pub mod data;
+mod reads;
 mod settings;
 mod share;
 
