@@ -29,7 +29,12 @@ setup: build
 
 # Kafka alone: what `make run` and `make probe` need (the Flink subject is for the flink-kafkasink
 # mode; on a machine with no cache it costs 45 s that the default comparison does not use).
-setup-kafka: build
+# Kafka's jars come into ~/.m2 beside the release build (scripts/maven-warm.sh: the build waits
+# on the CPU, the download on the network), so setup then only copies them.
+setup-kafka: deps
+	@nice -n 10 scripts/maven-warm.sh $(KAFKA) & warm=$$!; \
+	$(CARGO) build --release --bin sinkhole $(FEATURE_FLAGS) || { kill $$warm 2>/dev/null; exit 1; }; \
+	wait $$warm
 	$(BIN) setup --kafka $(KAFKA)
 
 # The default comparison: legacy vs twopc-inject vs kip939 through an outage

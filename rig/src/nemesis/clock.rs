@@ -22,7 +22,7 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
             }
             JobEvent::Up { attempt } => {
                 st.attempt = *attempt;
-                st.up = true;
+                st.up = st.killed.is_none_or(|k| *attempt > k);
             }
             JobEvent::Down { .. } => st.up = false,
             JobEvent::CheckpointPersisted { id } => st.latest_persisted = Some(*id),

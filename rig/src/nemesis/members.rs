@@ -29,6 +29,9 @@ pub(crate) struct MemberState {
     pub attempt: u32,
     /// Every worker of the current attempt is up.
     pub up: bool,
+    /// The attempt whose workers the nemesis itself killed: it is down from the kill on, and a
+    /// late `Up` of it (queued before the kill) does not bring it back.
+    pub killed: Option<u32>,
     pub ended: bool,
     pub latest_persisted: Option<u64>,
 }

@@ -36,6 +36,12 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
         match spec.kind.kind() {
             FaultKind::KillWorkers => {
                 let hits = subject.signal(targets, Signal::SIGKILL, name).await;
+                // The job fails over as a whole: it is down from now, not only once its
+                // coordinator has noticed (a worker fault falling due in between waits for the
+                // restore, instead of signalling workers that are gone).
+                let m = self.who(f);
+                self.states[m].up = false;
+                self.states[m].killed = Some(attempt);
                 let start = WorkersStart { trigger: due.trigger, attempt, workers: hits, ..empty_start() };
                 let confirmed = all_confirmed(&start.workers);
                 self.fault_started(f, confirmed, Start::Workers(start))
