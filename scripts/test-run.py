@@ -31,15 +31,14 @@ import threading
 import time
 
 # Binaries that run alone: they drive faults whose timing the verdicts judge (the library
-# scenarios, calibration, the matrix, the latency histograms, scenarios on containers, the
-# containers' node faults). The others share the machine: their faults are confirmed by their
-# effect, not judged by their timing (the Flink tests left here run clean jobs, kill the rig,
-# or install; the reproductions of Flink bugs run in `make nightly`).
+# scenarios, calibration, the matrix, the latency histograms, scenarios on containers). The
+# others share the machine: their faults are confirmed by their effect, not judged by their
+# timing (the containers' node and network faults, checked on the engine; the Flink tests left
+# here run clean jobs, kill the rig, or install; the reproductions of Flink bugs run in `make
+# nightly`).
 EXCLUSIVE = {
     "scenarios_live",
     "calibrate_live",
-    "containers_faults",
-    "containers_live",
     "containers_scenario",
     "matrix",
     "latency_live",
