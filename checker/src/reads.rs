@@ -72,6 +72,12 @@ pub struct ReadReport {
 impl ReadReport {
     /// The anomalies that make a verdict expecting clean data fail, by name, with their counts.
     pub fn anomalies(&self) -> Vec<(&'static str, u64)> {
+        self.counts().into_iter().filter(|(_, n)| *n > 0).collect()
+    }
+
+    /// Every read-side anomaly by name with its count, zero or not, in the order the report and
+    /// the verdict's counts show them (`unseen` is not one).
+    pub fn counts(&self) -> [(&'static str, u64); 5] {
         [
             (G1A, self.g1a),
             (INCONSISTENT_OFFSETS, self.inconsistent_offsets),
@@ -79,9 +85,6 @@ impl ReadReport {
             (POLL_SKIP, self.poll_skip),
             (NONMONOTONIC_POLL, self.nonmonotonic_poll),
         ]
-        .into_iter()
-        .filter(|(_, n)| *n > 0)
-        .collect()
     }
 
     /// Puts the counts among the output's, where expectations and the words judge them.
@@ -310,21 +313,23 @@ impl<'a> ReadChecker<'a> {
         let who = || format!("reader {} (consumer {}) on partition {partition}", e.reader, e.incarnation);
         if offset <= before.last {
             self.report.nonmonotonic_poll += 1;
-            let text = format!("{}: offset {offset} polled after offset {}", who(), before.last);
-            self.report.example(NONMONOTONIC_POLL, || text);
+            self.report.example(NONMONOTONIC_POLL, || {
+                format!("{}: offset {offset} polled after offset {}", who(), before.last)
+            });
             return;
         }
         let Some(p) = self.truth.parts.get(&partition) else { return };
-        let skipped: Vec<i64> =
-            (before.last + 1..offset).filter(|&o| index(p, o).is_some_and(|i| p.at[i].is_some())).collect();
-        if let (Some(first), n) = (skipped.first(), skipped.len() as u64) {
+        let mut skipped = (before.last + 1..offset).filter(|&o| index(p, o).is_some_and(|i| p.at[i].is_some()));
+        if let Some(first) = skipped.next() {
+            let n = 1 + skipped.count() as u64;
             self.report.poll_skip += n;
-            let text = format!(
-                "{}: polled offset {} then {offset}, passing over {n} committed record(s) from offset {first}",
-                who(),
-                before.last
-            );
-            self.report.example(POLL_SKIP, || text);
+            self.report.example(POLL_SKIP, || {
+                format!(
+                    "{}: polled offset {} then {offset}, passing over {n} committed record(s) from offset {first}",
+                    who(),
+                    before.last
+                )
+            });
         }
     }
 

@@ -101,13 +101,12 @@ impl Readers {
     pub async fn stop(mut self) -> anyhow::Result<()> {
         self.stop.store(true, Ordering::SeqCst);
         let threads = std::mem::take(&mut self.threads);
-        tokio::task::spawn_blocking(move || threads.into_iter().map(|t| t.join()).filter(Result::is_err).count())
-            .await
-            .map(|panicked| {
-                if panicked > 0 {
-                    tracing::warn!(panicked, "readers: threads panicked")
-                }
-            })?;
+        let panicked =
+            tokio::task::spawn_blocking(move || threads.into_iter().map(|t| t.join()).filter(Result::is_err).count())
+                .await?;
+        if panicked > 0 {
+            tracing::warn!(panicked, "readers: threads panicked");
+        }
         self.out.flush().context("writing readers.jsonl")
     }
 }

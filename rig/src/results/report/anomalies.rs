@@ -58,14 +58,8 @@ fn counts_table(out: &mut String, v: &Verdict) {
         ("lingering", c.lingering),
     ];
     // Live readers only: what they saw is judged too (their table follows, with examples).
-    if v.reads.is_some() {
-        anomalies.extend([
-            ("G1a", c.g1a),
-            ("inconsistent-offsets", c.inconsistent_offsets),
-            ("precommitted-read", c.precommitted_read),
-            ("poll-skip", c.poll_skip),
-            ("nonmonotonic-poll", c.nonmonotonic_poll),
-        ]);
+    if let Some(r) = &v.reads {
+        anomalies.extend(r.counts());
     }
     // Share-group source only: evidence, not anomalies of the output.
     let evidence: Vec<(&str, u64)> = match &v.share {

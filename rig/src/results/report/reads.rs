@@ -12,14 +12,7 @@ pub(super) fn reads_table(out: &mut String, r: &ReadReport) {
         "<table class=\"reads\"><caption>live readers: {} reader(s), {} consumer(s), {} polls</caption>",
         r.readers, r.incarnations, r.polls
     );
-    let rows = [
-        (reads::G1A, r.g1a),
-        (reads::INCONSISTENT_OFFSETS, r.inconsistent_offsets),
-        (reads::PRECOMMITTED_READ, r.precommitted_read),
-        (reads::POLL_SKIP, r.poll_skip),
-        (reads::NONMONOTONIC_POLL, r.nonmonotonic_poll),
-    ];
-    for (k, n) in rows {
+    for (k, n) in r.counts() {
         let (name, num) = if n > 0 { (" class=\"anomaly\"", "num anomaly") } else { ("", "num") };
         let _ = write!(out, "<tr><th{name}>{k}</th><td class=\"{num}\">{n}</td></tr>");
     }
