@@ -70,13 +70,13 @@ NIGHTLY_KAFKA ?= 4.4.0
 NIGHTLY_ARGS ?=
 #
 # Then the slow tests `make test` leaves to it (`#[ignore]`d there, with the reason): the
-# reproductions of Flink bugs in rig/tests/flink_live.rs. The job fails if either part failed,
+# reproductions of Flink bugs in rig/tests/integration/flink_live.rs. The job fails if either part failed,
 # and both always run.
 nightly: build
 	$(BIN) setup --kafka $(NIGHTLY_KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
 	status=0; \
 	$(BIN) matrix scenarios --kafka $(NIGHTLY_KAFKA) $(NIGHTLY_ARGS) || status=$$?; \
-	$(CARGO) test -p sinkhole --test flink_live -- --ignored || status=1; \
+	$(CARGO) test -p sinkhole --test integration -- --ignored flink_live:: || status=1; \
 	exit $$status
 
 # Render the newest run's report.html in headless Chromium (results/report.png, not in git).

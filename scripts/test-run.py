@@ -18,6 +18,8 @@ What `cargo test` does, with three differences:
    `summary: N passed, N failed, N skipped` (the runner's last line, cargo's "ignored" counted as
    skipped). It exits 0 when every binary passed, else 101 as `cargo test` does.
 
+A binary made of modules (MODULAR: the rig's `integration` crate) is run as one process per
+module, each counted, scheduled and reported as a binary of its own under the module's name.
 Each binary runs in its package's directory with the variables cargo gives a test at run time.
 Doc tests run last, through cargo (`cargo test --doc`), which builds and runs them itself.
 """
@@ -48,6 +50,9 @@ EXCLUSIVE = {
 # queue that starts them first ends with short ones running side by side, not one long one
 # alone. A hint for the order only; a name missing here just runs in build order.
 LONG_FIRST = ["external_live", "flink_live", "share_source_live", "proxy_live", "local_cluster", "producer_live"]
+
+# Test binaries made of modules, each module run as a binary of its own (`split`).
+MODULAR = {"integration"}
 
 RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 
@@ -115,6 +120,32 @@ class Run:
             self.failed = 1  # crashed, or refused its arguments: counted, never silent
 
 
+def split(run):
+    """A test binary whose tests live in modules (the rig's `integration` crate: one crate builds
+    far faster than one per file) as one run per module, named by the module and given its tests
+    by exact name: each runs in a process of its own and is scheduled (EXCLUSIVE, LONG_FIRST),
+    timed and reported as a binary of its own. Any other binary is one run."""
+    if run.name not in MODULAR:
+        return [run]
+    listed = subprocess.run(
+        [run.exe, "--list", "--format", "terse"],
+        cwd=run.pkg_dir,
+        env=package_env(run.package_id, run.pkg_dir),
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    ).stdout
+    by_module = {}
+    for line in listed.splitlines():
+        name, _, kind = line.rpartition(": ")
+        if kind == "test" and "::" in name:
+            by_module.setdefault(name.split("::", 1)[0], []).append(name)
+    return [
+        Run(module, run.pkg_dir, run.exe, run.package_id, ["--exact"] + names + run.args)
+        for module, names in by_module.items()
+    ]
+
+
 def run_all(runs, jobs):
     """Exclusive binaries alone, the others up to `jobs` at once; output printed as each ends."""
     lock = threading.Lock()
@@ -160,7 +191,7 @@ def main(argv):
     t0 = time.monotonic()
     bins = build(cargo_args)
     build_s = time.monotonic() - t0
-    runs = [Run(n, d, e, pid, bin_args) for (n, _k, d, e, pid) in bins]
+    runs = [r for (n, _k, d, e, pid) in bins for r in split(Run(n, d, e, pid, bin_args))]
     t0 = time.monotonic()
     run_all(runs, jobs)
     tests_s = time.monotonic() - t0

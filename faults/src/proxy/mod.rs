@@ -710,7 +710,7 @@ pub fn classify(client_id: &str) -> Peer {
 /// The node id in the client id of an inter-node connection.
 ///
 /// Observed through this proxy on a 3-node Kafka 4.4.0 KRaft cluster
-/// (combined nodes, static voters; `rig/tests/proxy_live.rs` prints them):
+/// (combined nodes, static voters; `rig/tests/integration/proxy_live.rs` prints them):
 /// - `"1"`, `"2"`, `"3"`: the node-to-controller channels (broker
 ///   registration and heartbeats, AlterPartition, forwarded requests) to the
 ///   active controller's controller listener: the bare node id;
