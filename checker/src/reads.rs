@@ -15,9 +15,18 @@
 //!   once a checkpoint is complete: `CheckpointCommitter`, `notifyCheckpointComplete`) and before
 //!   the sink said it was committing it. On the wall clock the history and the readers share,
 //!   to the millisecond; a poll in the same millisecond is given the benefit of the doubt.
-//! - **poll-skip**: within one assignment of a partition to a reader, two consecutive polls
-//!   passed over a committed record (read_committed legitimately passes over aborted records
-//!   and markers, which the truth does not hold).
+//! - **poll-skip**: a committed record a consumer passed over, judged at two scopes.
+//!   *Within one assignment* of a partition to a consumer incarnation: two consecutive polls
+//!   passed over it (read_committed legitimately passes over aborted records and markers,
+//!   which the truth does not hold). *Across rebalances and restarts*, per consumer scope (as
+//!   Jepsen's Kafka workload judges poll-skip per consumer, not per poll pair): the scope is the
+//!   consumer group for `subscribe` readers (a partition moving to another member must resume
+//!   at or before the group's committed position, which is at most one past what a member
+//!   polled) and the reader itself, across all its incarnations, for `assign` readers (a new
+//!   consumer starts again from the log start). A committed record below the scope's furthest
+//!   poll in its partition that none of the scope's consumers ever polled was passed over when
+//!   the partition changed hands or the consumer restarted. A record the within-assignment
+//!   check already counted is not counted again: each skipped record counts once per scope.
 //! - **nonmonotonic-poll**: within one assignment, a poll at or below the offset polled before it.
 //! - **unseen**: committed, but no reader polled it before the run ended. Reported with the lag
 //!   of the records that were seen (from the earliest moment their commit could be issued to
@@ -56,7 +65,8 @@ pub struct ReadReport {
     pub g1a: u64,
     pub inconsistent_offsets: u64,
     pub precommitted_read: u64,
-    /// Committed records passed over (counted per record, within an assignment).
+    /// Committed records passed over, counted per record: within an assignment, or never polled
+    /// by a consumer scope (a group, or an assign reader's incarnations) below its furthest poll.
     pub poll_skip: u64,
     pub nonmonotonic_poll: u64,
     pub unseen: u64,
@@ -257,6 +267,40 @@ struct Position {
     last: i64,
 }
 
+/// One consumer scope's view of one partition, for poll-skip across rebalances and restarts.
+#[derive(Debug, Default)]
+struct ScopePartition {
+    /// A bit per offset of the truth (from its log start): polled by a consumer of the scope, or
+    /// already counted as passed over by the within-assignment check.
+    covered: Vec<u64>,
+    /// The furthest offset a consumer of the scope polled.
+    furthest: Option<i64>,
+}
+
+impl ScopePartition {
+    fn cover(&mut self, from: usize, to: usize) {
+        if to > from && self.covered.len() * 64 < to {
+            self.covered.resize(to.div_ceil(64), 0);
+        }
+        for i in from..to {
+            self.covered[i / 64] |= 1 << (i % 64);
+        }
+    }
+
+    fn covers(&self, i: usize) -> bool {
+        self.covered.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+}
+
+/// Who shares a poll-skip scope: the consumer group of `subscribe` readers (Kafka's committed
+/// position is the group's), or one `assign` reader across its restarts.
+#[derive(Debug)]
+struct Scope {
+    /// How examples name it.
+    name: String,
+    parts: HashMap<i32, ScopePartition>,
+}
+
 /// Judges read events as they stream in; [`ReadChecker::finish`] gives the report.
 pub struct ReadChecker<'a> {
     truth: &'a mut Truth,
@@ -267,7 +311,17 @@ pub struct ReadChecker<'a> {
     positions: HashMap<(u32, u32, i32), Position>,
     /// Offsets with a record the truth does not hold, as the first reader saw it.
     foreign: HashMap<(i32, i64), Option<(u32, u64)>>,
+    /// Poll-skip scopes, by key (`group` name, or reader), and each reader's current scope.
+    scopes: Vec<Scope>,
+    scope_index: HashMap<ScopeKey, usize>,
+    reader_scope: HashMap<u32, usize>,
     report: ReadReport,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ScopeKey {
+    Group(String),
+    Reader(u32),
 }
 
 impl<'a> ReadChecker<'a> {
@@ -281,6 +335,9 @@ impl<'a> ReadChecker<'a> {
             assignments: HashMap::new(),
             positions: HashMap::new(),
             foreign: HashMap::new(),
+            scopes: Vec::new(),
+            scope_index: HashMap::new(),
+            reader_scope: HashMap::new(),
             report: ReadReport::default(),
         }
     }
@@ -288,9 +345,15 @@ impl<'a> ReadChecker<'a> {
     pub fn observe(&mut self, e: &ReadEvent) {
         let key = (e.reader, e.incarnation);
         match &e.kind {
-            ReadKind::Started { .. } => {
+            ReadKind::Started { group } => {
                 self.report.incarnations += 1;
                 self.report.readers = self.report.readers.max(e.reader + 1);
+                let key = match group {
+                    Some(g) => ScopeKey::Group(g.clone()),
+                    None => ScopeKey::Reader(e.reader),
+                };
+                let scope = self.scope(key);
+                self.reader_scope.insert(e.reader, scope);
             }
             ReadKind::Assigned { .. } => *self.assignments.entry(key).or_default() += 1,
             ReadKind::Polled { partition, offset, subtask, seq } => {
@@ -298,8 +361,50 @@ impl<'a> ReadChecker<'a> {
                 let id = subtask.zip(*seq);
                 self.judge_order(e, *partition, *offset);
                 self.judge_record(e, *partition, *offset, id);
+                self.cover(e.reader, *partition, *offset, *offset + 1);
+                self.reach(e.reader, *partition, *offset);
             }
             ReadKind::Stopped { .. } => {}
+        }
+    }
+
+    /// The index of a scope, made on first sight.
+    fn scope(&mut self, key: ScopeKey) -> usize {
+        if let Some(&i) = self.scope_index.get(&key) {
+            return i;
+        }
+        let name = match &key {
+            ScopeKey::Group(g) => format!("group {g}"),
+            ScopeKey::Reader(r) => format!("reader {r} (all its consumers)"),
+        };
+        self.scopes.push(Scope { name, parts: HashMap::new() });
+        self.scope_index.insert(key, self.scopes.len() - 1);
+        self.scopes.len() - 1
+    }
+
+    /// Marks offsets `from..to` of the partition as accounted for in the reader's scope: polled, or
+    /// already counted as passed over.
+    fn cover(&mut self, reader: u32, partition: i32, from: i64, to: i64) {
+        let scope = match self.reader_scope.get(&reader) {
+            Some(&s) => s,
+            // A reader whose start was not recorded (a torn file): its own scope.
+            None => {
+                let s = self.scope(ScopeKey::Reader(reader));
+                self.reader_scope.insert(reader, s);
+                s
+            }
+        };
+        let Some(p) = self.truth.parts.get(&partition) else { return };
+        let sp = self.scopes[scope].parts.entry(partition).or_default();
+        let clamp = |o: i64| (o.clamp(p.low, p.position) - p.low) as usize;
+        sp.cover(clamp(from), clamp(to));
+    }
+
+    /// The furthest poll of the reader's scope in the partition.
+    fn reach(&mut self, reader: u32, partition: i32, offset: i64) {
+        if let Some(&s) = self.reader_scope.get(&reader) {
+            let sp = self.scopes[s].parts.entry(partition).or_default();
+            sp.furthest = Some(sp.furthest.map_or(offset, |f| f.max(offset)));
         }
     }
 
@@ -323,6 +428,8 @@ impl<'a> ReadChecker<'a> {
         if let Some(first) = skipped.next() {
             let n = 1 + skipped.count() as u64;
             self.report.poll_skip += n;
+            // Counted here: the scope's check at the end must not count them again.
+            self.cover(e.reader, partition, first, offset);
             self.report.example(POLL_SKIP, || {
                 format!(
                     "{}: polled offset {} then {offset}, passing over {n} committed record(s) from offset {first}",
@@ -395,9 +502,29 @@ impl<'a> ReadChecker<'a> {
         }
     }
 
-    /// unseen and the lag of the seen, then the report.
+    /// unseen and the lag of the seen, poll-skip across rebalances and restarts, then the report.
     pub fn finish(self) -> ReadReport {
-        let ReadChecker { truth, earliest, mut report, .. } = self;
+        let ReadChecker { truth, earliest, mut report, scopes, .. } = self;
+        for scope in &scopes {
+            let mut parts: Vec<_> = scope.parts.iter().collect();
+            parts.sort_unstable_by_key(|(p, _)| **p);
+            for (&partition, sp) in parts {
+                let (Some(p), Some(furthest)) = (truth.parts.get(&partition), sp.furthest) else { continue };
+                let below = (furthest.clamp(p.low, p.position) - p.low) as usize;
+                let mut passed = (0..below).filter(|&i| p.at[i].is_some() && !sp.covers(i));
+                let Some(first) = passed.next() else { continue };
+                let (n, last) = passed.fold((1u64, first), |(n, _), i| (n + 1, i));
+                report.poll_skip += n;
+                report.example(POLL_SKIP, || {
+                    format!(
+                        "{} on partition {partition}: {n} committed record(s) from offset {} to {} below its furthest poll at offset {furthest} polled by none of its consumers: passed over across a rebalance or restart",
+                        scope.name,
+                        p.low + first as i64,
+                        p.low + last as i64,
+                    )
+                });
+            }
+        }
         let mut lags = vec![];
         for (&partition, p) in &truth.parts {
             for (i, c) in p.at.iter().enumerate() {
@@ -562,7 +689,7 @@ mod tests {
     fn a_new_assignment_or_a_restarted_consumer_starts_afresh_and_unseen_records_are_counted() {
         let mut t = truth(&[(0, 0, "t1"), (1, 1, "t1"), (3, 2, "t2")], 4);
         let mut evs = started(0, 0).to_vec();
-        evs.push(poll(0, 0, 9_000, 1, 1));
+        evs.extend([poll(0, 0, 9_000, 0, 0), poll(0, 0, 9_000, 1, 1)]);
         // A rebalance gives the partition back from its committed offset: a re-read, not a step back.
         evs.push(read(0, 0, 9_000, ReadKind::Assigned { partitions: vec![0] }));
         evs.push(poll(0, 0, 9_000, 1, 1));
@@ -571,8 +698,74 @@ mod tests {
         evs.push(poll(0, 1, 9_000, 1, 1));
         let r = run(&mut t, &evs);
         assert!(r.anomalies().is_empty(), "{r:?}");
-        assert_eq!((r.unseen, r.incarnations), (2, 2));
-        assert_eq!(r.examples[UNSEEN].len(), 2);
+        assert_eq!((r.unseen, r.incarnations), (1, 2));
+        assert_eq!(r.examples[UNSEEN], ["partition 0 offset 3: committed, never polled"]);
+    }
+
+    fn joined(reader: u32, group: &str) -> ReadEvent {
+        read(reader, 0, 0, ReadKind::Started { group: Some(group.into()) })
+    }
+
+    fn assigned(reader: u32, incarnation: u32, partitions: Vec<i32>) -> ReadEvent {
+        read(reader, incarnation, 0, ReadKind::Assigned { partitions })
+    }
+
+    #[test]
+    fn a_faithful_handover_within_a_group_is_clean_re_reads_included() {
+        let mut t = truth(&[(0, 0, "t1"), (1, 1, "t1"), (3, 2, "t2")], 4);
+        let mut evs = vec![joined(0, "g"), assigned(0, 0, vec![0]), poll(0, 0, 9_000, 0, 0), poll(0, 0, 9_000, 1, 1)];
+        // Reader 1 joins; the partition moves to it, resuming at the group's committed offset 1
+        // (reader 0 had not committed past it): a re-read, then on.
+        evs.extend([joined(1, "g"), assigned(0, 0, vec![]), assigned(1, 0, vec![0])]);
+        evs.extend([poll(1, 0, 9_000, 1, 1), poll(1, 0, 9_000, 3, 2)]);
+        let r = run(&mut t, &evs);
+        assert!(r.anomalies().is_empty(), "{r:?}");
+        assert_eq!((r.polls, r.unseen), (4, 0));
+    }
+
+    #[test]
+    fn a_member_resuming_past_committed_records_is_a_poll_skip_counted_once() {
+        let mut t = truth(&[(0, 0, "t1"), (1, 1, "t1"), (3, 2, "t2")], 5);
+        let mut evs = vec![joined(0, "g"), assigned(0, 0, vec![0]), poll(0, 0, 9_000, 0, 0)];
+        // The partition moves to reader 1, which resumes at 3: offset 1 was never polled by the group.
+        evs.extend([joined(1, "g"), assigned(0, 0, vec![]), assigned(1, 0, vec![0]), poll(1, 0, 9_000, 3, 2)]);
+        let r = run(&mut t, &evs);
+        assert_eq!((r.poll_skip, r.unseen), (1, 1), "{r:?}");
+        assert_eq!(
+            r.examples[POLL_SKIP],
+            ["group g on partition 0: 1 committed record(s) from offset 1 to 1 below its furthest poll at offset 3 polled by none of its consumers: passed over across a rebalance or restart"]
+        );
+    }
+
+    #[test]
+    fn an_assign_reader_restarting_mid_partition_is_a_poll_skip_in_its_own_scope() {
+        let mut t = truth(&[(0, 0, "t1"), (1, 1, "t1"), (3, 2, "t2")], 4);
+        // Reader 0 reads everything; reader 1's first consumer polls nothing, its second starts at
+        // offset 1 instead of the log start. Reader 0's polls do not cover reader 1's scope.
+        let mut evs = started(0, 0).to_vec();
+        evs.extend([poll(0, 0, 9_000, 0, 0), poll(0, 0, 9_000, 1, 1), poll(0, 0, 9_000, 3, 2)]);
+        evs.extend(started(1, 0));
+        evs.extend(started(1, 1));
+        evs.extend([poll(1, 1, 9_000, 1, 1), poll(1, 1, 9_000, 3, 2)]);
+        let r = run(&mut t, &evs);
+        assert_eq!((r.poll_skip, r.unseen, r.nonmonotonic_poll), (1, 0, 0), "{r:?}");
+        assert!(r.examples[POLL_SKIP][0]
+            .starts_with("reader 1 (all its consumers) on partition 0: 1 committed record(s) from offset 0 to 0"));
+    }
+
+    #[test]
+    fn a_skip_within_an_assignment_is_not_counted_again_across_restarts() {
+        let mut t = truth(&[(0, 0, "t1"), (1, 1, "t1"), (3, 2, "t2")], 4);
+        // 0 → 3 passes over offset 1 within the assignment; a restart then reads only offset 3.
+        let mut evs = started(0, 0).to_vec();
+        evs.extend([poll(0, 0, 9_000, 0, 0), poll(0, 0, 9_000, 3, 2)]);
+        evs.extend(started(0, 1));
+        evs.push(poll(0, 1, 9_000, 3, 2));
+        let r = run(&mut t, &evs);
+        assert_eq!((r.poll_skip, r.unseen), (1, 1), "{r:?}");
+        assert_eq!(r.examples[POLL_SKIP].len(), 1);
+        assert!(r.examples[POLL_SKIP][0]
+            .ends_with("polled offset 0 then 3, passing over 1 committed record(s) from offset 1"));
     }
 
     #[test]

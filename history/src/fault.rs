@@ -167,6 +167,47 @@ pub struct WorkersStart {
     pub outage_ms: Option<u64>,
 }
 
+/// What a reader fault did to one live reader (`readers.jsonl`'s reader index), as its
+/// thread acknowledged it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ReaderHit {
+    /// The reader acted: `incarnation` is the consumer it hit (killed, paused, closed) or, at a
+    /// heal, the one it runs now; `started` the new incarnation a restart began.
+    Acted {
+        reader: u32,
+        incarnation: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started: Option<u32>,
+        /// What it did, in words ("dropped without a close", "stopped polling", ...).
+        did: String,
+    },
+    /// It could not act: the reader had already ended, or did not answer in time.
+    Missed { reader: u32, error: String },
+}
+
+impl ReaderHit {
+    pub fn acted(&self) -> bool {
+        matches!(self, ReaderHit::Acted { .. })
+    }
+}
+
+/// Live readers hit (kill-readers, pause-readers, restart-readers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadersStart {
+    pub trigger: Trigger,
+    pub readers: Vec<ReaderHit>,
+    /// kill-readers, pause-readers: how long (a kill without one: until the job ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// kill-readers, pause-readers healed: each reader started again, or polling again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadersEnd {
+    pub readers: Vec<ReaderHit>,
+}
+
 /// coordinator-crash: every worker killed, in a checkpoint's window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CrashStart {
@@ -271,6 +312,7 @@ pub struct FailedStart {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Start {
     Workers(WorkersStart),
+    Readers(ReadersStart),
     Crash(CrashStart),
     Broker(BrokerStart),
     Interval(IntervalStart),
@@ -443,6 +485,7 @@ pub struct NotActedEnd {
 #[derive(Debug, Clone, PartialEq)]
 pub enum End {
     Resumed(ResumedEnd),
+    Readers(ReadersEnd),
     Outage(OutageEnd),
     Note(NoteEnd),
     /// A broker started or resumed again.
@@ -480,6 +523,7 @@ impl Start {
                 try_as(v).map(Start::Failed)
             }
             Some(KillWorkers | PauseWorkers | JobOutage) => try_as(v).map(Start::Workers),
+            Some(KillReaders | PauseReaders | RestartReaders) => try_as(v).map(Start::Readers),
             Some(CoordinatorCrash) => try_as(v).map(Start::Crash),
             Some(BrokerKill | BrokerStop | BrokerPause) => try_as(v).map(Start::Broker),
             Some(BrokerRestart | RollingRestart) => try_as(v).map(Start::Interval),
@@ -494,6 +538,7 @@ impl Start {
     pub fn to_value(&self) -> Value {
         let r = match self {
             Start::Workers(s) => serde_json::to_value(s),
+            Start::Readers(s) => serde_json::to_value(s),
             Start::Crash(s) => serde_json::to_value(s),
             Start::Broker(s) => serde_json::to_value(s),
             Start::Interval(s) => serde_json::to_value(s),
@@ -509,6 +554,7 @@ impl Start {
     pub fn trigger(&self) -> Option<&Trigger> {
         Some(match self {
             Start::Workers(s) => &s.trigger,
+            Start::Readers(s) => &s.trigger,
             Start::Crash(s) => &s.trigger,
             Start::Broker(s) => &s.trigger,
             Start::Interval(s) => &s.trigger,
@@ -539,6 +585,7 @@ impl End {
         let typed = match k {
             _ if has(v, "not_acted") => try_as(v).map(End::NotActed),
             Some(PauseWorkers) => try_as(v).map(End::Resumed),
+            Some(KillReaders | PauseReaders) => try_as(v).map(End::Readers),
             Some(JobOutage) if has(v, "note") => try_as(v).map(End::Note),
             Some(JobOutage) => try_as(v).map(End::Outage),
             Some(BrokerKill | BrokerStop | BrokerPause) => try_as(v).map(End::Node),
@@ -558,6 +605,7 @@ impl End {
     pub fn to_value(&self) -> Value {
         let r = match self {
             End::Resumed(e) => serde_json::to_value(e),
+            End::Readers(e) => serde_json::to_value(e),
             End::Outage(e) => serde_json::to_value(e),
             End::Note(e) => serde_json::to_value(e),
             End::Node(e) => serde_json::to_value(e),
@@ -715,5 +763,27 @@ impl<'de> Deserialize<'de> for FaultRecord {
         let r = RawRecord::deserialize(d)?;
         let effect = FaultEffect::parse(&r.kind, &r.effect);
         Ok(FaultRecord { name: r.name, kind: r.kind, fired: r.fired, confirmed: r.confirmed, effect })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_fault_reads_back_by_its_kind() {
+        let start = Start::Readers(ReadersStart {
+            trigger: Trigger { at_ms: Some(5), ..Trigger::default() },
+            readers: vec![
+                ReaderHit::Acted { reader: 0, incarnation: 0, started: None, did: "stopped polling".into() },
+                ReaderHit::Missed { reader: 1, error: "it was down".into() },
+            ],
+            duration_ms: Some(7000),
+        });
+        assert_eq!(Start::parse("pause-readers", &start.to_value()), start);
+        let end = End::Readers(ReadersEnd {
+            readers: vec![ReaderHit::Acted { reader: 0, incarnation: 1, started: Some(1), did: "started".into() }],
+        });
+        assert_eq!(End::parse("kill-readers", &end.to_value()), end);
     }
 }

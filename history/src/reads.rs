@@ -28,7 +28,8 @@ pub enum ReadKind {
         group: Option<String>,
     },
     /// The partitions this incarnation now reads (once for `assign`, at every rebalance for
-    /// `subscribe`): a poll-skip or a nonmonotonic poll is judged within one assignment.
+    /// `subscribe`): a nonmonotonic poll is judged within one assignment; a poll-skip within one
+    /// and across them (per group, or per reader across its incarnations).
     Assigned { partitions: Vec<i32> },
     /// One record polled. `subtask`/`seq` when its value is one the run's source wrote.
     Polled {

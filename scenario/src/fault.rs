@@ -76,6 +76,17 @@ pub struct Workers {
     pub target: Option<Target>,
 }
 
+/// `kill-readers`, `pause-readers`, `restart-readers`: which of the scenario's live readers
+/// (`readers:`) are hit, by index (0..count), or `all` (the default), as worker faults name
+/// subtasks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReaderTargets {
+    /// Reader indexes, or `all` (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+}
+
 /// `job-outage`: every worker goes down, so a target can only say `all`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -271,7 +282,8 @@ pub struct NoParams {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Family {
-    /// The job's worker processes.
+    /// The job's processes: its workers and, with `readers:`, its live readers (the
+    /// downstream consumers of its topic).
     Workers,
     /// The Kafka nodes.
     Brokers,
@@ -402,6 +414,12 @@ fault_kinds! {
         "SIGSTOP chosen workers for duration_ms, then SIGCONT.";
     JobOutage(Outage) "job-outage", Workers, proxy: false, duration: Required,
         "SIGKILL every worker and keep the job down for duration_ms before the restore.";
+    KillReaders(ReaderTargets) "kill-readers", Workers, proxy: false, duration: Optional,
+        "Drop chosen live readers' consumers without a close (no last commit, no leave); each starts again as a new incarnation after duration_ms (without one, when the job ends).";
+    PauseReaders(ReaderTargets) "pause-readers", Workers, proxy: false, duration: Required,
+        "Chosen live readers stop polling for duration_ms; a subscribe reader paused past max.poll.interval.ms (6 s) is put out of its group.";
+    RestartReaders(ReaderTargets) "restart-readers", Workers, proxy: false, duration: Refused,
+        "Chosen live readers close their consumers cleanly (a last commit, leaving the group) and start new incarnations at once.";
     BrokerKill(Brokers) "broker-kill", Brokers, proxy: false, duration: Optional,
         "SIGKILL a broker; it restarts after duration_ms (without one, when the job ends).";
     BrokerStop(Brokers) "broker-stop", Brokers, proxy: false, duration: Optional,
@@ -529,6 +547,7 @@ impl Fault {
         match self {
             Fault::KillWorkers(p) | Fault::PauseWorkers(p) => p.target.as_ref(),
             Fault::JobOutage(p) => p.target.as_ref(),
+            Fault::KillReaders(p) | Fault::PauseReaders(p) | Fault::RestartReaders(p) => p.target.as_ref(),
             Fault::BrokerKill(p) | Fault::BrokerStop(p) | Fault::BrokerRestart(p) | Fault::BrokerPause(p) => {
                 Some(&p.target)
             }
@@ -677,6 +696,9 @@ fn not_taken_hint(k: FaultKind, param: &str) -> Option<&'static str> {
     use FaultKind::*;
     Some(match (k, param) {
         (KillWorkers, "duration_ms") => "the job restarts after job.restart_delay_ms",
+        (RestartReaders, "duration_ms") => {
+            "the readers start again at once; use kill-readers with duration_ms for a longer down time"
+        }
         (BrokerRestart, "duration_ms") => {
             "the broker restarts at once; use broker-kill with duration_ms for a longer down time"
         }

@@ -42,7 +42,8 @@ pub mod when;
 pub use external::{Commands, ExternalSpec, NodeTarget};
 pub use fault::{
     Bandwidth, Blackhole, Brokers, Delay, Family, Fault, FaultKind, FaultSpec, Frames, FramesDelay, FramesError,
-    KindInfo, Link, Loss, Need, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling, Workers,
+    KindInfo, Link, Loss, Need, NoParams, Notification, NotificationDelay, Outage, Partition, ReaderTargets, Rolling,
+    Workers,
 };
 pub use flink::{FlinkSpec, Naming};
 pub use load::{from_str, load, ScenarioError};

@@ -7,7 +7,8 @@
 //!   count: 2          # 1 to partitions × 8
 //!   mode: subscribe   # assign (default): every partition from the start, no group;
 //!                     # subscribe: one consumer group, partitions shared and rebalanced;
-//!                     # assign~read-uncommitted: a mutant reader, for calibration
+//!                     # assign~read-uncommitted, subscribe~commit-before-process,
+//!                     # subscribe~skip-after-rebalance: mutant readers, for calibration
 //! ```
 use serde::{Deserialize, Serialize};
 
@@ -33,12 +34,24 @@ pub enum ReaderMode {
     #[default]
     Assign,
     /// `subscribe()` in one group: the partitions are shared among the readers and move at
-    /// every rebalance (a reader restarted by a fault rejoins); offsets committed as it polls.
+    /// every rebalance (a reader restarted by a fault rejoins); a record's offset is stored for
+    /// the next auto commit only once its line is written, so the group's committed position
+    /// never passes a record no member processed.
     Subscribe,
     /// A mutant, for calibrating the read-side checks: `assign`, but `read_uncommitted`, so
     /// it sees the records of aborted and open transactions, which `G1a` must catch.
     #[serde(rename = "assign~read-uncommitted")]
     AssignReadUncommitted,
+    /// A mutant: `subscribe`, but it commits a polled batch's end offsets synchronously before
+    /// it processes (records) the batch; a reader killed meanwhile loses the batch and the group
+    /// resumes past records no member processed, which poll-skip must catch.
+    #[serde(rename = "subscribe~commit-before-process")]
+    SubscribeCommitBeforeProcess,
+    /// A mutant: `subscribe`, but on every assignment after its first it seeks the partitions
+    /// it did not hold before to their end, past their committed position, skipping records;
+    /// poll-skip must catch it.
+    #[serde(rename = "subscribe~skip-after-rebalance")]
+    SubscribeSkipAfterRebalance,
 }
 
 impl ReaderMode {
@@ -47,6 +60,18 @@ impl ReaderMode {
             ReaderMode::Assign => "assign",
             ReaderMode::Subscribe => "subscribe",
             ReaderMode::AssignReadUncommitted => "assign~read-uncommitted",
+            ReaderMode::SubscribeCommitBeforeProcess => "subscribe~commit-before-process",
+            ReaderMode::SubscribeSkipAfterRebalance => "subscribe~skip-after-rebalance",
+        }
+    }
+
+    /// Whether the readers form one consumer group (`subscribe()`), the faithful one or a mutant.
+    pub fn subscribes(self) -> bool {
+        match self {
+            ReaderMode::Subscribe
+            | ReaderMode::SubscribeCommitBeforeProcess
+            | ReaderMode::SubscribeSkipAfterRebalance => true,
+            ReaderMode::Assign | ReaderMode::AssignReadUncommitted => false,
         }
     }
 
@@ -54,7 +79,7 @@ impl ReaderMode {
     pub fn isolation(self) -> &'static str {
         match self {
             ReaderMode::AssignReadUncommitted => "read_uncommitted",
-            ReaderMode::Assign | ReaderMode::Subscribe => "read_committed",
+            _ => "read_committed",
         }
     }
 }

@@ -555,4 +555,28 @@ fn readers_are_read_with_their_default_mode_and_bad_ones_are_located() {
     one(&readers("  count: 25\n  mode: subscribe"), 15, "readers.count", "8 per partition of the topic's 3");
     one_parse(&readers("  count: 2\n  mode: everyone"), 16, "readers.mode", "unknown variant `everyone`");
     one_parse(&readers("  count: 2\n  isolation: none"), 16, "readers.isolation", "unknown field `isolation`");
+    for m in ["subscribe~commit-before-process", "subscribe~skip-after-rebalance"] {
+        let s = from_str(&readers(&format!("  count: 2\n  mode: {m}")), "t.yaml").expect("valid");
+        let mode = s.readers.unwrap().mode;
+        assert_eq!((mode.name(), mode.subscribes(), mode.isolation()), (m, true, "read_committed"));
+    }
+}
+
+#[test]
+fn reader_faults_need_readers_and_readers_that_exist() {
+    // The fault at line 14 (its kind there, its target at 15), `readers:` after the faults.
+    let with_readers =
+        |fault: &str, count: u32| format!("{}readers: {{count: {count}, mode: subscribe}}\n", with_faults(fault));
+    let kill = "  - kind: kill-readers\n    target: [1]\n    when: {at_ms: 10}\n    duration_ms: 500";
+    let s = from_str(&with_readers(kill, 2), "t.yaml").expect("valid");
+    assert_eq!(s.faults[0].kind.target(), Some(&Target::Ids(vec![1])));
+    assert!(s.faults[0].job_scoped(), "each mode's readers are its own");
+    one(&with_readers(kill, 1), 15, "faults[0].target[0]", "reader 1 does not exist (valid: 0..=0)");
+    one(&with_faults(kill), 14, "faults[0].kind", "kill-readers acts on the live readers, and this scenario has none");
+    let role = "  - kind: pause-readers\n    target: controller\n    when: {at_ms: 10}\n    duration_ms: 500";
+    one(&with_readers(role, 2), 15, "faults[0].target", "use all or reader indexes");
+    let pause = "  - kind: pause-readers\n    when: {at_ms: 10}";
+    one(&with_readers(pause, 2), 14, "faults[0].duration_ms", "pause-readers needs duration_ms");
+    let restart = "  - kind: restart-readers\n    when: {at_ms: 10}\n    duration_ms: 5";
+    one(&with_readers(restart, 2), 16, "faults[0].duration_ms", "use kill-readers with duration_ms");
 }

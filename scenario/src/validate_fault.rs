@@ -28,6 +28,7 @@ pub(super) fn validate_fault(
     check.trigger(bad);
     check.trigger_pairings(bad);
     check.target(bad);
+    check.readers(bad);
     check.network_sides(bad);
     check.blackhole(bad);
     check.delays_and_probabilities(bad);
@@ -214,6 +215,31 @@ impl FaultCheck<'_> {
                 Fault::NetBlackhole(Blackhole { target: Some(t), .. }) => check_broker_target(self.s, t, &tp, bad),
                 _ => {}
             }
+        }
+    }
+
+    /// A fault on the live readers: the scenario has `readers:`, and its target names readers
+    /// that exist (indexes 0..count, or all), never a broker's role.
+    fn readers(&self, bad: &mut impl FnMut(Vec<Seg>, String)) {
+        let (Fault::KillReaders(ReaderTargets { target })
+        | Fault::PauseReaders(ReaderTargets { target })
+        | Fault::RestartReaders(ReaderTargets { target })) = &self.f.kind
+        else {
+            return;
+        };
+        let kind = self.k.name();
+        let Some(r) = &self.s.readers else {
+            bad(
+                vec![key("faults"), Seg::Index(self.i), key("kind")],
+                format!("{kind} acts on the live readers, and this scenario has none: add `readers: {{count: N, mode: subscribe}}`"),
+            );
+            return;
+        };
+        let tp = self.path("target");
+        match target {
+            None | Some(Target::Named(NamedTarget::All)) => {}
+            Some(Target::Ids(ids)) => check_ids(bad, &tp, ids, 0, i64::from(r.count) - 1, "reader"),
+            Some(_) => bad(tp, format!("{kind} acts on the live readers: use all or reader indexes (0..{})", r.count)),
         }
     }
 

@@ -186,6 +186,11 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
             Self::note_lateness(&mut due.trigger, due.at, None);
         }
         match kind.family() {
+            sinkhole_scenario::Family::Workers
+                if matches!(kind, FaultKind::KillReaders | FaultKind::PauseReaders | FaultKind::RestartReaders) =>
+            {
+                self.fire_readers(f, due).await
+            }
             sinkhole_scenario::Family::Workers => self.fire_workers(f, due).await,
             sinkhole_scenario::Family::Brokers => self.fire_broker(f, due).await,
             sinkhole_scenario::Family::Coordinator => self.fire_coordinator(f, due).await,

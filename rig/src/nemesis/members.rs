@@ -20,6 +20,8 @@ pub struct Member<S> {
     pub subject: S,
     pub history: sinkhole_history::Writer,
     pub cfg: Config,
+    /// The mode's live readers (`readers:`), for the reader faults.
+    pub readers: Option<super::readers::ReaderControl>,
 }
 
 /// What the nemesis knows of a member's job from its notices.

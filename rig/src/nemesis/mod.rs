@@ -26,7 +26,8 @@
 //! - [`triggers`]: when a fault is due;
 //! - [`targets`]: what it aims at, and the proxy rule a network or protocol fault installs;
 //! - [`workers`], [`brokers`], [`network`], [`coordinator`]: one family of kinds each,
-//!   with how it fires and how it heals.
+//!   with how it fires and how it heals; [`readers`]: the workers family's faults on the live
+//!   readers.
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -47,6 +48,7 @@ pub mod clock;
 pub mod coordinator;
 pub mod members;
 pub mod network;
+pub mod readers;
 pub mod targets;
 pub mod triggers;
 pub mod workers;
@@ -162,6 +164,8 @@ pub(crate) enum HealAction {
     RemoveRule(sinkhole_faults::proxy::RuleId),
     /// Reconnect nodes the engine disconnected (containers `net-blackhole`).
     Rejoin(Vec<i32>),
+    /// Start killed readers again, or let paused ones poll again (their indexes).
+    Readers(readers::ReaderAction, Vec<u32>),
     /// Not a heal: while frozen workers are still frozen, past the
     /// transaction timeout, ask the broker what became of the transactions
     /// they hold open (DescribeTransactions). The fault goes on.
@@ -377,6 +381,7 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
         let f = h.fault;
         match h.action {
             HealAction::ResumeWorkers(frozen) => self.resume(f, frozen).await,
+            HealAction::Readers(action, readers) => self.heal_readers(f, action, readers).await,
             HealAction::RemoveRule(id) => self.remove_rule(f, id),
             HealAction::ObserveOpen(ids) => {
                 self.queue.push_back(ClusterJob::Observe { fault: f, ids });

@@ -144,6 +144,7 @@ pub(super) async fn run_group(
             // Progress goes to stderr; --json keeps stdout for the summary.
             progress: !progress_redirected(),
             timing: plan.timing,
+            readers: p.readers.as_ref().map(super::readers::Readers::control),
         })
         .collect();
     let lead = s

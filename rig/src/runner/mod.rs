@@ -51,6 +51,8 @@ pub struct ModeRun<'a> {
     pub progress: bool,
     /// The run's derived timeouts (when the observer and the nemesis look past the transaction timeout).
     pub timing: Timing,
+    /// The mode's live readers, already polling (`readers:`): the reader faults act on them.
+    pub readers: Option<nemesis::readers::ReaderControl>,
 }
 
 /// Runs one mode of the scenario on `cluster` (already up, topic created)
@@ -80,6 +82,10 @@ pub async fn run_modes(
             let bootstrap = cluster.bootstrap_list();
             start_flink(run, bootstrap).await
         };
+        let s = s.map(|mut s| {
+            s.member.readers = run.readers.clone();
+            s
+        });
         started.push(s.with_context(|| format!("starting mode {}", run.mode)));
     }
     side_by_side(started, faults, lead, cluster, bootstrap_tx).await
@@ -236,7 +242,7 @@ fn start_job<L: Launcher + 'static>(
     let (notices, copies) = tee(running.notices);
     let observer = tokio::spawn(observer::run(ocfg, running.handle.clone(), history.clone(), copies));
     Ok(Started {
-        member: Member { subject: AnySubject::Rig(running.handle), history, cfg: ncfg },
+        member: Member { subject: AnySubject::Rig(running.handle), history, cfg: ncfg, readers: None },
         notices,
         done: running.done,
         path,
@@ -278,7 +284,7 @@ async fn start_flink(run: &ModeRun<'_>, bootstrap: Vec<String>) -> anyhow::Resul
     let ncfg = nemesis_config(cfg.mode, &cfg.topic, cfg.partitions, &cfg.job, run.timing, cfg.progress, None);
     let running = flink::start(cfg, history.clone())?;
     Ok(Started {
-        member: Member { subject: AnySubject::Flink(running.handle), history, cfg: ncfg },
+        member: Member { subject: AnySubject::Flink(running.handle), history, cfg: ncfg, readers: None },
         notices: running.notices,
         done: running.done,
         path,

@@ -109,6 +109,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
             seed: 1,
             progress: true,
             timing: Timing::of(&scenario),
+            readers: None,
         },
         cluster.as_mut(),
     )
