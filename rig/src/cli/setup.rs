@@ -10,6 +10,11 @@ use super::{bad, install_failure, progress, Failure};
 
 pub async fn run(a: SetupArgs) -> Result<(), Failure> {
     let versions = sinkhole_install::parse_versions(&a.kafka).map_err(bad)?;
+    // Each version's class-data archive (a broker started and stopped: seconds of JVM work) is
+    // made beside the next version's install and the Flink one, which mostly copy files; each
+    // archive's broker has its own ports and directory. Three versions and Flink took 56 s one
+    // after another in CI.
+    let mut archives = tokio::task::JoinSet::new();
     for v in versions {
         let dist = match sinkhole_install::install(&v, &mut |l| progress(l)) {
             Ok(InstallOutcome::Installed { dist, jars, elapsed }) => {
@@ -26,7 +31,7 @@ pub async fn run(a: SetupArgs) -> Result<(), Failure> {
             }
             Err(e) => return Err(install_failure(e)),
         };
-        class_archive(&v, &dist).await;
+        archives.spawn(async move { class_archive(&v, &dist).await });
     }
     if let Some(f) = &a.flink {
         let connector = match &a.connector {
@@ -37,7 +42,11 @@ pub async fn run(a: SetupArgs) -> Result<(), Failure> {
                 })?
                 .to_string(),
         };
-        match flink::install(f, &connector, &mut |l| progress(l)) {
+        let (flink_version, c) = (f.clone(), connector.clone());
+        let installed = tokio::task::spawn_blocking(move || flink::install(&flink_version, &c, &mut |l| progress(l)))
+            .await
+            .map_err(|e| Failure::Failed(e.into()))?;
+        match installed {
             Ok(FlinkOutcome::Installed { dist, jars, elapsed }) => println!(
                 "Flink {f} / flink-connector-kafka {connector}: installed {jars} jars and the job in {:.1} s at {}",
                 elapsed.as_secs_f64(),
@@ -49,6 +58,9 @@ pub async fn run(a: SetupArgs) -> Result<(), Failure> {
             ),
             Err(e) => return Err(flink_failure(e)),
         }
+    }
+    while let Some(done) = archives.join_next().await {
+        done.map_err(|e| Failure::Failed(e.into()))?;
     }
     if let Some(jar) = &a.connector_jar {
         let j = flink::check_connector_jar(jar).map_err(flink_failure)?;
