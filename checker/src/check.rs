@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sinkhole_base::rundir::ModeDir;
+use sinkhole_model::Event;
 
 use crate::error::CheckerError;
 use crate::reads::{self, ReadReport};
@@ -50,39 +51,55 @@ pub struct CheckSpec {
 /// Drains the topic, saves the records in `dir/drained.bin`, reads the
 /// history, and checks.
 pub async fn check_mode(spec: &CheckSpec) -> Result<CheckReport, CheckerError> {
+    check_mode_keeping_history(spec).await.map(|(report, _)| report)
+}
+
+/// [`check_mode`], handing back the history's events it read (none without a history), so the
+/// readers' check ([`check_reads_with`]) judges against them without parsing the file again.
+pub async fn check_mode_keeping_history(spec: &CheckSpec) -> Result<(CheckReport, Vec<Event>), CheckerError> {
     let (bootstrap, topic, timeout) = (spec.bootstrap.clone(), spec.topic.clone(), spec.timeout);
     let drained = tokio::task::spawn_blocking(move || drain::drain(&bootstrap, &topic, timeout))
         .await
         .map_err(|e| CheckerError::Other(format!("drain task: {e}")))??;
     store::write(&spec.dir.drained(), &drained.records)?;
     store::write_partitions(&spec.dir.drained_partitions(), &drained.partitions)?;
-    let index = match &spec.history {
-        Some(h) if h.exists() => HistoryIndex::from_events(&sinkhole_history::read(h)?.events),
-        _ => HistoryIndex::default(),
+    let events = match &spec.history {
+        Some(h) if h.exists() => sinkhole_history::read(h)?.events,
+        _ => Vec::new(),
     };
+    let index = HistoryIndex::from_events(&events);
     let mut report = check(&spec.expected, &drained.records, &index, &drained.partitions);
     let bootstrap: Vec<String> = spec.bootstrap.split(',').map(str::to_string).collect();
     open_txn::explain(&bootstrap, &spec.topic, &mut report.uncommitted_tail).await;
-    Ok(report)
+    Ok((report, events))
 }
 
 /// The live readers' check: `readers.jsonl` against the saved drain (`drained.bin`) and the
 /// history; None when the run had no readers. The same online, right after the drain, and
 /// offline (`sinkhole check`).
 pub fn check_reads_in(dir: &ModeDir, history: Option<&Path>) -> Result<Option<ReadReport>, CheckerError> {
-    let path = dir.reads();
-    if !path.exists() {
+    if !dir.reads().exists() {
         return Ok(None);
     }
     let events = match history {
         Some(h) if h.exists() => sinkhole_history::read(h)?.events,
         _ => Vec::new(),
     };
+    check_reads_with(dir, &events)
+}
+
+/// [`check_reads_in`] with the history's events already read (by the output's check, online or
+/// offline): the history is parsed once per check.
+pub fn check_reads_with(dir: &ModeDir, events: &[Event]) -> Result<Option<ReadReport>, CheckerError> {
+    let path = dir.reads();
+    if !path.exists() {
+        return Ok(None);
+    }
     let partitions = store::read_partitions(&dir.drained_partitions())?;
     let drained = dir.drained();
     let each =
         |f: &mut dyn FnMut(crate::count::RecordRef<'_>)| store::for_each(&drained, None, |_, r| f(r)).map(|_| ());
-    reads::check_reads(&path, &partitions, each, &events).map(Some)
+    reads::check_reads(&path, &partitions, each, events).map(Some)
 }
 
 /// Re-checks a saved drain offline, streaming `drained.bin` (twice when

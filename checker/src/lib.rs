@@ -40,7 +40,7 @@ mod tests;
 pub mod txns;
 pub mod verdict;
 
-pub use check::{check, check_mode, recheck, recheck_with, CheckSpec};
+pub use check::{check, check_mode, check_mode_keeping_history, recheck, recheck_with, CheckSpec};
 pub use error::CheckerError;
 pub use report::{
     CheckReport, Counts, Drain, DrainedRecord, Example, Examples, Expected, OpenTxn, PartitionDrain, UncommittedTail,

@@ -34,6 +34,8 @@ pub struct Recount {
     /// The files it was counted from.
     pub history: PathBuf,
     pub drained: PathBuf,
+    /// The history's events, read once: the readers' check judges against them too.
+    pub events: Vec<Event>,
 }
 
 /// A checker error as one message: its Display already names the file and
@@ -110,7 +112,7 @@ pub fn recount(
     };
     let dpath = dir.drained();
     let report = recheck_with(&dpath, &exp, &index, &partitions).map_err(flat)?;
-    Ok(Recount { report, history: hpath, drained: dpath })
+    Ok(Recount { report, history: hpath, drained: dpath, events: h.events })
 }
 
 #[cfg(test)]

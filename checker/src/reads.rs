@@ -33,9 +33,11 @@
 //!   the first poll, ms), never a failure by itself: a reader stopped by a fault near the end
 //!   legitimately misses the last records.
 //!
-//! Pure: it streams read events and drained records in, holds one small entry per committed
-//! offset (the truth and who saw it) and one per reader and partition, and is tested on
-//! synthetic histories.
+//! Pure: it streams read events and drained records in, holds one 16-byte entry per offset of
+//! the truth (the record, its transaction, whether a reader saw it), a bit per offset per
+//! consumer scope (for poll-skip), and one position per reader and partition, and is tested on
+//! synthetic histories. The state is in vectors indexed by partition and by reader, not maps: a
+//! run's readers poll millions of records, and each poll is a few indexed loads.
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -124,42 +126,151 @@ pub struct Lag {
     pub max: u64,
 }
 
-impl Lag {
-    fn of(mut v: Vec<u64>) -> Lag {
-        if v.is_empty() {
+/// The lags of first polls, counted as they come: exact quantiles without a sample kept per
+/// record. A lag under [`DENSE_MS`] (a reader keeping up) is counted in its millisecond's bucket;
+/// a longer one is kept as it is.
+#[derive(Debug)]
+struct Lags {
+    dense: Vec<u64>,
+    sparse: Vec<u64>,
+    samples: u64,
+    max: u64,
+}
+
+const DENSE_MS: u64 = 1 << 16;
+
+impl Lags {
+    fn new() -> Lags {
+        Lags { dense: vec![0; DENSE_MS as usize], sparse: Vec::new(), samples: 0, max: 0 }
+    }
+
+    fn add(&mut self, lag: u64) {
+        self.samples += 1;
+        self.max = self.max.max(lag);
+        match self.dense.get_mut(lag as usize) {
+            Some(n) => *n += 1,
+            None => self.sparse.push(lag),
+        }
+    }
+
+    /// The lag of rank `k` (from 0) in increasing order: every dense lag is below every sparse one.
+    fn at_rank(&mut self, k: u64) -> u64 {
+        let in_dense = self.samples - self.sparse.len() as u64;
+        if k >= in_dense {
+            return *self.sparse.select_nth_unstable((k - in_dense) as usize).1;
+        }
+        let mut below = 0;
+        for (ms, &n) in self.dense.iter().enumerate() {
+            below += n;
+            if below > k {
+                return ms as u64;
+            }
+        }
+        unreachable!("rank {k} below the {in_dense} dense samples")
+    }
+
+    /// The nearest-rank median and 99th percentile, and the most.
+    fn lag(mut self) -> Lag {
+        if self.samples == 0 {
             return Lag::default();
         }
-        v.sort_unstable();
-        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-        Lag { samples: v.len() as u64, p50: at(0.5), p99: at(0.99), max: v[v.len() - 1] }
+        let rank = |q: f64| ((self.samples - 1) as f64 * q).round() as u64;
+        let (k50, k99) = (rank(0.5), rank(0.99));
+        Lag { samples: self.samples, p50: self.at_rank(k50), p99: self.at_rank(k99), max: self.max }
     }
 }
 
-/// A committed record as the truth holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Committed {
-    /// (subtask, seq) when the value is the run's; None for another value.
-    id: Option<(u32, u64)>,
-    /// Index into [`Truth::tids`].
-    tid: Option<u32>,
+/// [`Slot::tid`] where the truth holds no committed record (a control marker, an aborted record,
+/// or an offset the drain skipped).
+const NOTHING: u32 = u32::MAX;
+/// [`Slot::tid`] of a committed record written outside any transaction.
+const NO_TID: u32 = u32::MAX - 1;
+/// [`Slot::id`] of a value that is not the run's.
+const FOREIGN: u64 = u64::MAX;
+/// [`Slot::id`] of a run's value too wide to pack (a subtask ≥ 65 535 or a seq ≥ 2⁴⁸): the
+/// (subtask, seq) is in [`Truth::wide`].
+const WIDE: u64 = u64::MAX - 1;
+const SEQ_BITS: u32 = 48;
+/// [`Slot::seen`] of a record no reader polled yet.
+const NOT_SEEN: u32 = 0;
+/// [`Slot::seen`] of a record a reader polled (its lag is counted then, in [`Lags`]).
+const SEEN: u32 = 1;
+/// Partitions beyond this are not indexed (a topic of the rig never has that many; a corrupt
+/// partition or reader id must not allocate).
+const MAX_PARTITIONS: usize = 1 << 16;
+const MAX_READERS: usize = 1 << 16;
+
+/// A run's (subtask, seq) in one word: the subtask in the top 16 bits, the seq below.
+fn pack(id: Option<(u32, u64)>) -> u64 {
+    match id {
+        None => FOREIGN,
+        Some((s, q)) if s < 0xffff && q < 1 << SEQ_BITS => (u64::from(s) << SEQ_BITS) | q,
+        Some(_) => WIDE,
+    }
 }
+
+/// The value's (subtask, seq) when it is one the run's source wrote (`run:subtask:seq`), as
+/// [`record::parse_value`] reads it; the common all-digits shape without allocating or
+/// validating twice, anything else by [`record::parse_value`] itself.
+fn parse_id(v: &[u8]) -> Option<(u32, u64)> {
+    fn digits_back(v: &[u8], max: usize) -> Option<(u64, usize)> {
+        let start = v.iter().rposition(|b| !b.is_ascii_digit()).map_or(0, |i| i + 1);
+        let n = v.len() - start;
+        if n == 0 || n > max {
+            return None;
+        }
+        Some((v[start..].iter().fold(0u64, |a, &b| a * 10 + u64::from(b - b'0')), start))
+    }
+    let fast = || {
+        let (seq, i) = digits_back(v, 19)?;
+        let rest = v[..i].strip_suffix(b":")?;
+        let (subtask, j) = digits_back(rest, 9)?;
+        let run = rest[..j].strip_suffix(b":")?;
+        (run.is_ascii() || std::str::from_utf8(run).is_ok()).then_some(())?;
+        Some((subtask as u32, seq))
+    };
+    fast().or_else(|| record::parse_value(v).map(|(_, s, q)| (s, q)))
+}
+
+/// One offset of the truth, 16 bytes: the committed record, its transaction, and whether a
+/// reader has polled it (and how long after its commit could be issued).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    /// [`pack`]ed (subtask, seq), [`FOREIGN`] or [`WIDE`].
+    id: u64,
+    /// Index into [`Truth::tids`], or [`NOTHING`] / [`NO_TID`].
+    tid: u32,
+    /// [`NOT_SEEN`] or [`SEEN`].
+    seen: u32,
+}
+
+const EMPTY: Slot = Slot { id: FOREIGN, tid: NOTHING, seen: NOT_SEEN };
 
 /// One partition of the truth: the committed record at each offset below the drain's position.
 #[derive(Debug, Default)]
 struct PartitionTruth {
     low: i64,
     position: i64,
-    at: Vec<Option<Committed>>,
-    /// When a reader first polled the record (wall clock, ms).
-    first_seen_ms: Vec<Option<u64>>,
+    at: Vec<Slot>,
 }
 
-/// The final drain, indexed by (partition, offset).
+impl PartitionTruth {
+    fn index(&self, offset: i64) -> Option<usize> {
+        (offset >= self.low && offset < self.position).then(|| (offset - self.low) as usize)
+    }
+}
+
+/// The final drain, indexed by (partition, offset): partitions are 0..n, a vector by partition.
 #[derive(Debug, Default)]
 pub struct Truth {
-    parts: BTreeMap<i32, PartitionTruth>,
+    /// By partition; a partition the drain did not report is empty (its polls are not judged).
+    parts: Vec<PartitionTruth>,
     tids: Vec<String>,
     tid_index: HashMap<String, u32>,
+    /// The last record's transaction: the records of one transaction come in runs.
+    last_tid: Option<u32>,
+    /// The (subtask, seq) of the [`WIDE`] slots.
+    wide: HashMap<(i32, i64), (u32, u64)>,
 }
 
 impl Truth {
@@ -167,42 +278,59 @@ impl Truth {
     pub fn new(partitions: &[PartitionDrain]) -> Truth {
         let mut t = Truth::default();
         for p in partitions {
+            let Some(i) = usize::try_from(p.partition).ok().filter(|&i| i < MAX_PARTITIONS) else { continue };
+            if t.parts.len() <= i {
+                t.parts.resize_with(i + 1, PartitionTruth::default);
+            }
             let len = (p.position - p.low_watermark).max(0) as usize;
-            t.parts.insert(
-                p.partition,
-                PartitionTruth {
-                    low: p.low_watermark,
-                    position: p.position,
-                    at: vec![None; len],
-                    first_seen_ms: vec![None; len],
-                },
-            );
+            t.parts[i] = PartitionTruth { low: p.low_watermark, position: p.position, at: vec![EMPTY; len] };
         }
         t
     }
 
+    fn part(&self, partition: i32) -> Option<&PartitionTruth> {
+        usize::try_from(partition).ok().and_then(|i| self.parts.get(i))
+    }
+
     /// One drained record (committed: the drain reads read_committed).
     pub fn observe(&mut self, r: RecordRef<'_>) {
-        let tid = r.tid.map(|t| match self.tid_index.get(t) {
-            Some(&i) => i,
-            None => {
-                self.tids.push(t.to_string());
-                let i = (self.tids.len() - 1) as u32;
-                self.tid_index.insert(t.to_string(), i);
-                i
-            }
-        });
-        let id = record::parse_value(r.value).map(|(_, s, q)| (s, q));
-        if let Some(p) = self.parts.get_mut(&r.partition) {
-            if let Some(slot) = index(p, r.offset) {
-                p.at[slot] = Some(Committed { id, tid });
-            }
+        let Some(p) = usize::try_from(r.partition).ok().and_then(|i| self.parts.get(i)) else { return };
+        let Some(i) = p.index(r.offset) else { return };
+        let tid = match r.tid {
+            None => NO_TID,
+            Some(t) => match self.last_tid {
+                Some(k) if self.tids[k as usize] == t => k,
+                _ => {
+                    let k = match self.tid_index.get(t) {
+                        Some(&k) => k,
+                        None => {
+                            self.tids.push(t.to_string());
+                            let k = (self.tids.len() - 1) as u32;
+                            self.tid_index.insert(t.to_string(), k);
+                            k
+                        }
+                    };
+                    self.last_tid = Some(k);
+                    k
+                }
+            },
+        };
+        let id = parse_id(r.value);
+        let packed = pack(id);
+        if packed == WIDE {
+            self.wide.insert((r.partition, r.offset), id.unwrap_or_default());
+        }
+        self.parts[r.partition as usize].at[i] = Slot { id: packed, tid, seen: NOT_SEEN };
+    }
+
+    /// The (subtask, seq) a committed slot holds.
+    fn id_of(&self, partition: i32, offset: i64, slot: Slot) -> Option<(u32, u64)> {
+        match slot.id {
+            FOREIGN => None,
+            WIDE => self.wide.get(&(partition, offset)).copied(),
+            x => Some(((x >> SEQ_BITS) as u32, x & ((1 << SEQ_BITS) - 1))),
         }
     }
-}
-
-fn index(p: &PartitionTruth, offset: i64) -> Option<usize> {
-    (offset >= p.low && offset < p.position).then(|| (offset - p.low) as usize)
 }
 
 /// The earliest moment (wall clock, ms) the history allows each transaction's commit.
@@ -259,36 +387,47 @@ impl CommitBounds {
     }
 }
 
-/// Where one reader incarnation is in one partition: the assignment it polls under and the
-/// offset it polled last.
-#[derive(Debug, Clone, Copy)]
-struct Position {
-    assignment: u32,
-    last: i64,
+/// No poll yet in a partition (within the current assignment), or no furthest poll of a scope.
+const NO_OFFSET: i64 = i64::MIN;
+/// A reader whose start was not seen yet: its scope is made at its first poll.
+const NO_SCOPE: u32 = u32::MAX;
+
+/// One reader's current consumer: its incarnation, its poll-skip scope, and per partition the
+/// offset it polled last within the current assignment.
+#[derive(Debug)]
+struct ReaderState {
+    incarnation: u32,
+    scope: u32,
+    /// By partition: the last offset polled in the current assignment, or [`NO_OFFSET`].
+    last: Vec<i64>,
+}
+
+impl ReaderState {
+    /// A new assignment or a new consumer: order is judged afresh.
+    fn reset(&mut self) {
+        self.last.iter_mut().for_each(|l| *l = NO_OFFSET);
+    }
 }
 
 /// One consumer scope's view of one partition, for poll-skip across rebalances and restarts.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ScopePartition {
     /// A bit per offset of the truth (from its log start): polled by a consumer of the scope, or
     /// already counted as passed over by the within-assignment check.
     covered: Vec<u64>,
-    /// The furthest offset a consumer of the scope polled.
-    furthest: Option<i64>,
+    /// The furthest offset a consumer of the scope polled, or [`NO_OFFSET`].
+    furthest: i64,
 }
 
 impl ScopePartition {
     fn cover(&mut self, from: usize, to: usize) {
-        if to > from && self.covered.len() * 64 < to {
-            self.covered.resize(to.div_ceil(64), 0);
-        }
         for i in from..to {
-            self.covered[i / 64] |= 1 << (i % 64);
+            self.covered[i >> 6] |= 1 << (i & 63);
         }
     }
 
     fn covers(&self, i: usize) -> bool {
-        self.covered.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.covered[i >> 6] & (1 << (i & 63)) != 0
     }
 }
 
@@ -298,24 +437,8 @@ impl ScopePartition {
 struct Scope {
     /// How examples name it.
     name: String,
-    parts: HashMap<i32, ScopePartition>,
-}
-
-/// Judges read events as they stream in; [`ReadChecker::finish`] gives the report.
-pub struct ReadChecker<'a> {
-    truth: &'a mut Truth,
-    /// Per transactional id of the truth ([`Truth::tids`]): the earliest its commit could be issued.
-    earliest: Vec<Option<u64>>,
-    /// (reader, incarnation) → how many assignments it has had.
-    assignments: HashMap<(u32, u32), u32>,
-    positions: HashMap<(u32, u32, i32), Position>,
-    /// Offsets with a record the truth does not hold, as the first reader saw it.
-    foreign: HashMap<(i32, i64), Option<(u32, u64)>>,
-    /// Poll-skip scopes, by key (`group` name, or reader), and each reader's current scope.
-    scopes: Vec<Scope>,
-    scope_index: HashMap<ScopeKey, usize>,
-    reader_scope: HashMap<u32, usize>,
-    report: ReadReport,
+    /// By partition, made at the scope's first poll there.
+    parts: Vec<Option<ScopePartition>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -324,27 +447,52 @@ enum ScopeKey {
     Reader(u32),
 }
 
+/// Judges read events as they stream in; [`ReadChecker::finish`] gives the report.
+///
+/// The state is in vectors: by reader (0..count) and by partition (0..n), so a poll costs a few
+/// indexed loads, no hashing.
+pub struct ReadChecker<'a> {
+    truth: &'a mut Truth,
+    /// Per transactional id of the truth ([`Truth::tids`]): the earliest its commit could be
+    /// issued, or `u64::MAX` when the history does not say.
+    earliest: Vec<u64>,
+    /// By reader id.
+    readers: Vec<ReaderState>,
+    /// Offsets with a record the truth does not hold, as the first reader saw it.
+    foreign: HashMap<(i32, i64), Option<(u32, u64)>>,
+    /// Poll-skip scopes, by key (group name, or reader).
+    scopes: Vec<Scope>,
+    scope_index: HashMap<ScopeKey, u32>,
+    /// From the earliest moment a record's commit could be issued to its first poll.
+    lags: Lags,
+    report: ReadReport,
+}
+
 impl<'a> ReadChecker<'a> {
     /// `history`: the mode's events, for when each transaction could commit.
     pub fn new(truth: &'a mut Truth, history: &[Event]) -> ReadChecker<'a> {
         let bounds = CommitBounds::new(history);
-        let earliest = truth.tids.iter().map(|t| bounds.earliest(t)).collect();
+        let earliest = truth.tids.iter().map(|t| bounds.earliest(t).unwrap_or(u64::MAX)).collect();
         ReadChecker {
             truth,
             earliest,
-            assignments: HashMap::new(),
-            positions: HashMap::new(),
+            readers: Vec::new(),
             foreign: HashMap::new(),
             scopes: Vec::new(),
             scope_index: HashMap::new(),
-            reader_scope: HashMap::new(),
+            lags: Lags::new(),
             report: ReadReport::default(),
         }
     }
 
     pub fn observe(&mut self, e: &ReadEvent) {
-        let key = (e.reader, e.incarnation);
         match &e.kind {
+            ReadKind::Polled { partition, offset, subtask, seq } => {
+                self.report.polls += 1;
+                let id = subtask.zip(*seq);
+                self.judge_order(e, *partition, *offset);
+                self.judge_record(e, *partition, *offset, id);
+            }
             ReadKind::Started { group } => {
                 self.report.incarnations += 1;
                 self.report.readers = self.report.readers.max(e.reader + 1);
@@ -353,23 +501,44 @@ impl<'a> ReadChecker<'a> {
                     None => ScopeKey::Reader(e.reader),
                 };
                 let scope = self.scope(key);
-                self.reader_scope.insert(e.reader, scope);
+                if let Some(r) = self.reader(e.reader, e.incarnation) {
+                    r.scope = scope;
+                }
             }
-            ReadKind::Assigned { .. } => *self.assignments.entry(key).or_default() += 1,
-            ReadKind::Polled { partition, offset, subtask, seq } => {
-                self.report.polls += 1;
-                let id = subtask.zip(*seq);
-                self.judge_order(e, *partition, *offset);
-                self.judge_record(e, *partition, *offset, id);
-                self.cover(e.reader, *partition, *offset, *offset + 1);
-                self.reach(e.reader, *partition, *offset);
+            ReadKind::Assigned { .. } => {
+                if let Some(r) = self.reader(e.reader, e.incarnation) {
+                    r.reset();
+                }
             }
             ReadKind::Stopped { .. } => {}
         }
     }
 
+    /// The reader's state, made on first sight and reset when a new consumer (incarnation) of
+    /// it shows up. None for an id no rig gives (past [`MAX_READERS`]).
+    fn reader(&mut self, reader: u32, incarnation: u32) -> Option<&mut ReaderState> {
+        let i = reader as usize;
+        if i >= MAX_READERS {
+            return None;
+        }
+        if self.readers.len() <= i {
+            let n = self.truth.parts.len();
+            self.readers.resize_with(i + 1, || ReaderState {
+                incarnation: u32::MAX,
+                scope: NO_SCOPE,
+                last: vec![NO_OFFSET; n],
+            });
+        }
+        let r = &mut self.readers[i];
+        if r.incarnation != incarnation {
+            r.incarnation = incarnation;
+            r.reset();
+        }
+        Some(r)
+    }
+
     /// The index of a scope, made on first sight.
-    fn scope(&mut self, key: ScopeKey) -> usize {
+    fn scope(&mut self, key: ScopeKey) -> u32 {
         if let Some(&i) = self.scope_index.get(&key) {
             return i;
         }
@@ -377,65 +546,71 @@ impl<'a> ReadChecker<'a> {
             ScopeKey::Group(g) => format!("group {g}"),
             ScopeKey::Reader(r) => format!("reader {r} (all its consumers)"),
         };
-        self.scopes.push(Scope { name, parts: HashMap::new() });
-        self.scope_index.insert(key, self.scopes.len() - 1);
-        self.scopes.len() - 1
+        self.scopes.push(Scope { name, parts: Vec::new() });
+        let i = (self.scopes.len() - 1) as u32;
+        self.scope_index.insert(key, i);
+        i
     }
 
-    /// Marks offsets `from..to` of the partition as accounted for in the reader's scope: polled, or
-    /// already counted as passed over.
-    fn cover(&mut self, reader: u32, partition: i32, from: i64, to: i64) {
-        let scope = match self.reader_scope.get(&reader) {
-            Some(&s) => s,
-            // A reader whose start was not recorded (a torn file): its own scope.
-            None => {
-                let s = self.scope(ScopeKey::Reader(reader));
-                self.reader_scope.insert(reader, s);
-                s
-            }
-        };
-        let Some(p) = self.truth.parts.get(&partition) else { return };
-        let sp = self.scopes[scope].parts.entry(partition).or_default();
-        let clamp = |o: i64| (o.clamp(p.low, p.position) - p.low) as usize;
-        sp.cover(clamp(from), clamp(to));
-    }
-
-    /// The furthest poll of the reader's scope in the partition.
-    fn reach(&mut self, reader: u32, partition: i32, offset: i64) {
-        if let Some(&s) = self.reader_scope.get(&reader) {
-            let sp = self.scopes[s].parts.entry(partition).or_default();
-            sp.furthest = Some(sp.furthest.map_or(offset, |f| f.max(offset)));
-        }
-    }
-
-    /// poll-skip and nonmonotonic-poll: this poll against the one before it in the same
-    /// assignment of the partition to this incarnation.
+    /// poll-skip within an assignment and nonmonotonic-poll: this poll against the one before it
+    /// in the same assignment of the partition to this incarnation; then the poll marked in the
+    /// reader's scope, for poll-skip across rebalances and restarts.
     fn judge_order(&mut self, e: &ReadEvent, partition: i32, offset: i64) {
-        let assignment = self.assignments.get(&(e.reader, e.incarnation)).copied().unwrap_or(0);
-        let key = (e.reader, e.incarnation, partition);
-        let before = self.positions.insert(key, Position { assignment, last: offset });
-        let Some(before) = before.filter(|b| b.assignment == assignment) else { return };
-        let who = || format!("reader {} (consumer {}) on partition {partition}", e.reader, e.incarnation);
-        if offset <= before.last {
-            self.report.nonmonotonic_poll += 1;
-            self.report.example(NONMONOTONIC_POLL, || {
-                format!("{}: offset {offset} polled after offset {}", who(), before.last)
-            });
+        let Some(p) = usize::try_from(partition).ok().filter(|&p| p < MAX_PARTITIONS) else { return };
+        let Some(r) = self.reader(e.reader, e.incarnation) else { return };
+        if r.last.len() <= p {
+            r.last.resize(p + 1, NO_OFFSET);
+        }
+        let before = std::mem::replace(&mut r.last[p], offset);
+        let mut scope = r.scope;
+        if scope == NO_SCOPE {
+            // A reader whose start was not recorded (a torn file): its own scope.
+            scope = self.scope(ScopeKey::Reader(e.reader));
+            self.readers[e.reader as usize].scope = scope;
+        }
+        let truth = self.truth.parts.get(p).filter(|t| !t.at.is_empty());
+        let sp = truth.map(|t| {
+            let parts = &mut self.scopes[scope as usize].parts;
+            if parts.len() <= p {
+                parts.resize_with(p + 1, || None);
+            }
+            parts[p].get_or_insert_with(|| ScopePartition {
+                covered: vec![0; t.at.len().div_ceil(64)],
+                furthest: NO_OFFSET,
+            })
+        });
+        if let (Some(t), Some(sp)) = (truth, sp) {
+            sp.furthest = sp.furthest.max(offset);
+            if let Some(i) = t.index(offset) {
+                sp.covered[i >> 6] |= 1 << (i & 63);
+            }
+        }
+        // Consecutive offsets: nothing passed over, nothing gone back (the common case).
+        if before == NO_OFFSET || offset == before + 1 {
             return;
         }
-        let Some(p) = self.truth.parts.get(&partition) else { return };
-        let mut skipped = (before.last + 1..offset).filter(|&o| index(p, o).is_some_and(|i| p.at[i].is_some()));
+        let who = || format!("reader {} (consumer {}) on partition {partition}", e.reader, e.incarnation);
+        if offset <= before {
+            self.report.nonmonotonic_poll += 1;
+            self.report
+                .example(NONMONOTONIC_POLL, || format!("{}: offset {offset} polled after offset {before}", who()));
+            return;
+        }
+        let Some(t) = truth else { return };
+        let (from, to) = (before + 1, offset);
+        let clamp = |o: i64| (o.clamp(t.low, t.position) - t.low) as usize;
+        let (a, b) = (clamp(from), clamp(to));
+        let mut skipped = (a..b).filter(|&i| t.at[i].tid != NOTHING);
         if let Some(first) = skipped.next() {
             let n = 1 + skipped.count() as u64;
             self.report.poll_skip += n;
             // Counted here: the scope's check at the end must not count them again.
-            self.cover(e.reader, partition, first, offset);
+            if let Some(Some(sp)) = self.scopes[scope as usize].parts.get_mut(p) {
+                sp.cover(a, b);
+            }
+            let first = t.low + first as i64;
             self.report.example(POLL_SKIP, || {
-                format!(
-                    "{}: polled offset {} then {offset}, passing over {n} committed record(s) from offset {first}",
-                    who(),
-                    before.last
-                )
+                format!("{}: polled offset {before} then {offset}, passing over {n} committed record(s) from offset {first}", who())
             });
         }
     }
@@ -447,15 +622,12 @@ impl<'a> ReadChecker<'a> {
             Some((s, q)) => format!("subtask {s} seq {q}"),
             None => "a record not the run's".to_string(),
         };
-        let Some(p) = self.truth.parts.get_mut(&partition) else {
+        let Some((p, i)) = self.truth.part(partition).and_then(|p| Some((partition as usize, p.index(offset)?))) else {
             self.report.not_judged += 1;
             return;
         };
-        let Some(i) = index(p, offset) else {
-            self.report.not_judged += 1;
-            return;
-        };
-        let Some(truth) = p.at[i] else {
+        let slot = self.truth.parts[p].at[i];
+        if slot.tid == NOTHING {
             self.report.g1a += 1;
             let first = *self.foreign.entry((partition, offset)).or_insert(id);
             if first != id {
@@ -469,83 +641,92 @@ impl<'a> ReadChecker<'a> {
                 )
             });
             return;
-        };
-        if truth.id != id {
-            self.report.inconsistent_offsets += 1;
-            self.report.example(INCONSISTENT_OFFSETS, || {
-                let held = truth.id.map(|x| what(Some(x))).unwrap_or_else(|| "another value".into());
-                format!(
-                    "reader {} polled {} at partition {partition} offset {offset}, which holds {held}",
-                    e.reader,
-                    what(id)
-                )
-            });
-            return;
         }
-        if p.first_seen_ms[i].is_none() {
-            p.first_seen_ms[i] = Some(e.wall_ms);
-        }
-        let Some(t) = truth.tid else { return };
-        if let Some(earliest) = self.earliest[t as usize] {
-            if e.wall_ms < earliest {
-                self.report.precommitted_read += 1;
-                let tid = &self.truth.tids[t as usize];
-                self.report.example(PRECOMMITTED_READ, || {
+        let packed = pack(id);
+        if packed != slot.id || packed == WIDE {
+            let held = self.truth.id_of(partition, offset, slot);
+            if held != id {
+                self.report.inconsistent_offsets += 1;
+                self.report.example(INCONSISTENT_OFFSETS, || {
+                    let held = held.map(|x| what(Some(x))).unwrap_or_else(|| "another value".into());
                     format!(
-                        "reader {} polled {} at partition {partition} offset {offset} {} ms before transaction {tid} could commit",
+                        "reader {} polled {} at partition {partition} offset {offset}, which holds {held}",
                         e.reader,
-                        what(id),
-                        earliest - e.wall_ms
+                        what(id)
                     )
                 });
+                return;
             }
+        }
+        let earliest = match slot.tid {
+            NO_TID => u64::MAX,
+            t => self.earliest[t as usize],
+        };
+        if slot.seen == NOT_SEEN {
+            self.truth.parts[p].at[i].seen = SEEN;
+            if earliest != u64::MAX {
+                self.lags.add(e.wall_ms.saturating_sub(earliest));
+            }
+        }
+        if e.wall_ms < earliest && earliest != u64::MAX {
+            self.report.precommitted_read += 1;
+            let tid = &self.truth.tids[slot.tid as usize];
+            self.report.example(PRECOMMITTED_READ, || {
+                format!(
+                    "reader {} polled {} at partition {partition} offset {offset} {} ms before transaction {tid} could commit",
+                    e.reader,
+                    what(id),
+                    earliest - e.wall_ms
+                )
+            });
         }
     }
 
     /// unseen and the lag of the seen, poll-skip across rebalances and restarts, then the report.
     pub fn finish(self) -> ReadReport {
-        let ReadChecker { truth, earliest, mut report, scopes, .. } = self;
+        let ReadChecker { truth, mut report, scopes, lags, .. } = self;
         for scope in &scopes {
-            let mut parts: Vec<_> = scope.parts.iter().collect();
-            parts.sort_unstable_by_key(|(p, _)| **p);
-            for (&partition, sp) in parts {
-                let (Some(p), Some(furthest)) = (truth.parts.get(&partition), sp.furthest) else { continue };
-                let below = (furthest.clamp(p.low, p.position) - p.low) as usize;
-                let mut passed = (0..below).filter(|&i| p.at[i].is_some() && !sp.covers(i));
+            for (partition, sp) in scope.parts.iter().enumerate() {
+                let (Some(sp), Some(t)) = (sp, truth.parts.get(partition)) else { continue };
+                if sp.furthest == NO_OFFSET {
+                    continue;
+                }
+                let below = (sp.furthest.clamp(t.low, t.position) - t.low) as usize;
+                // Whole words of polled offsets pass at once.
+                let mut passed = (0..below.div_ceil(64))
+                    .filter(|&w| sp.covered[w] != u64::MAX)
+                    .flat_map(|w| w * 64..(w * 64 + 64).min(below))
+                    .filter(|&i| !sp.covers(i) && t.at[i].tid != NOTHING);
                 let Some(first) = passed.next() else { continue };
                 let (n, last) = passed.fold((1u64, first), |(n, _), i| (n + 1, i));
                 report.poll_skip += n;
                 report.example(POLL_SKIP, || {
                     format!(
-                        "{} on partition {partition}: {n} committed record(s) from offset {} to {} below its furthest poll at offset {furthest} polled by none of its consumers: passed over across a rebalance or restart",
+                        "{} on partition {partition}: {n} committed record(s) from offset {} to {} below its furthest poll at offset {} polled by none of its consumers: passed over across a rebalance or restart",
                         scope.name,
-                        p.low + first as i64,
-                        p.low + last as i64,
+                        t.low + first as i64,
+                        t.low + last as i64,
+                        sp.furthest,
                     )
                 });
             }
         }
-        let mut lags = vec![];
-        for (&partition, p) in &truth.parts {
-            for (i, c) in p.at.iter().enumerate() {
-                let Some(c) = c else { continue };
-                match p.first_seen_ms[i] {
-                    Some(seen) => {
-                        if let Some(at) = c.tid.and_then(|t| earliest[t as usize]) {
-                            lags.push(seen.saturating_sub(at));
-                        }
-                    }
-                    None => {
+        for (partition, p) in truth.parts.iter().enumerate() {
+            for (i, s) in p.at.iter().enumerate() {
+                match s.seen {
+                    _ if s.tid == NOTHING => {}
+                    NOT_SEEN => {
                         report.unseen += 1;
                         let offset = p.low + i as i64;
                         report.example(UNSEEN, || {
                             format!("partition {partition} offset {offset}: committed, never polled")
                         });
                     }
+                    _ => {}
                 }
             }
         }
-        report.lag_ms = Lag::of(lags);
+        report.lag_ms = lags.lag();
         report
     }
 }
@@ -766,6 +947,17 @@ mod tests {
         assert_eq!(r.examples[POLL_SKIP].len(), 1);
         assert!(r.examples[POLL_SKIP][0]
             .ends_with("polled offset 0 then 3, passing over 1 committed record(s) from offset 1"));
+    }
+
+    #[test]
+    fn lags_past_the_dense_buckets_keep_their_quantiles_exact() {
+        let mut l = Lags::new();
+        [70_000, 5, 100_000, 5, 3].into_iter().for_each(|x| l.add(x));
+        // In order 3, 5, 5, 70 000, 100 000: the median is rank 2, the 99th percentile rank 4.
+        assert_eq!(l.lag(), Lag { samples: 5, p50: 5, p99: 100_000, max: 100_000 });
+        let mut l = Lags::new();
+        [80_000, 90_000, 70_000].into_iter().for_each(|x| l.add(x));
+        assert_eq!(l.lag(), Lag { samples: 3, p50: 80_000, p99: 90_000, max: 90_000 });
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub fn recheck_mode(run_dir: &RunDir, dir: &ModeDir, warn: &mut dyn FnMut(&str))
             view.fold_into(&mut r.report);
         }
         // What the live readers saw, re-judged from readers.jsonl against the same drain.
-        v.reads = sinkhole_checker::check::check_reads_in(dir, Some(&v.history))
+        v.reads = sinkhole_checker::check::check_reads_with(dir, &r.events)
             .map_err(|e| RecheckError::BadInput(anyhow!("{}: {e}", dir.reads().display())))?;
         if let Some(reads) = &v.reads {
             reads.add_to(&mut r.report.counts);

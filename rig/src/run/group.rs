@@ -245,7 +245,9 @@ async fn judge(
     if let Some(r) = readers {
         r.stop().await.with_context(|| format!("{mode}: stopping the readers"))?;
     }
-    // A mode the broker cannot run wrote nothing worth checking.
+    // A mode the broker cannot run wrote nothing worth checking. The history read for the
+    // output's check is kept for the readers' check.
+    let mut history_events = Vec::new();
     let mut report = if matches!(outcome.job, JobOutcome::Unsupported { .. }) {
         None
     } else {
@@ -262,7 +264,11 @@ async fn judge(
             dir: dir.clone(),
             timeout: plan.timing.drain_timeout(),
         };
-        Some(sinkhole_checker::check_mode(&spec).await.with_context(|| format!("checking mode {mode}"))?)
+        let (report, events) = sinkhole_checker::check_mode_keeping_history(&spec)
+            .await
+            .with_context(|| format!("checking mode {mode}"))?;
+        history_events = events;
+        Some(report)
     };
     let share_view = match report.as_mut() {
         Some(r) => super::share::view(&bootstrap_list(&bootstrap), s, &topic, &outcome.history, r, archive_seen).await,
@@ -276,7 +282,7 @@ async fn judge(
     // What the live readers saw, judged against the drain; its counts judged with the output's.
     let reads = match report.as_mut() {
         Some(r) => {
-            let reads = sinkhole_checker::check::check_reads_in(&dir, Some(&outcome.history))
+            let reads = sinkhole_checker::check::check_reads_with(&dir, &history_events)
                 .with_context(|| format!("{mode}: checking what the readers saw"))?;
             if let Some(x) = &reads {
                 x.add_to(&mut r.counts);
