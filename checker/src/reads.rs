@@ -338,7 +338,10 @@ impl Truth {
 struct CommitBounds {
     /// (checkpoint, the earliest a checkpoint at or past it was recorded durable), by checkpoint.
     by_checkpoint: Vec<(u64, u64)>,
-    /// Per transactional id: the checkpoint it was opened for.
+    /// Per transactional id: the first checkpoint it was opened for. An id that carries several
+    /// transactions (rdkafka-txn's one id per subtask, Flink's POOLING) is judged by its first:
+    /// the truth knows a record's id, not which of the id's transactions wrote it, and a later
+    /// checkpoint's bound would blame a reader for polling an earlier transaction's records.
     checkpoint_of: HashMap<String, u64>,
     /// Per transactional id: the first time the sink said it was committing it.
     commit_started: HashMap<String, u64>,
@@ -354,7 +357,7 @@ impl CommitBounds {
                 // notification is recorded only after it was sent, so it is no bound).
                 EventKind::CheckpointPersisted { id, .. } => covering.push((*id, e.wall_ms)),
                 EventKind::TxnOpened { transactional_id, checkpoint } => {
-                    b.checkpoint_of.insert(transactional_id.clone(), *checkpoint);
+                    b.checkpoint_of.entry(transactional_id.clone()).or_insert(*checkpoint);
                 }
                 EventKind::CommitStarted { transactional_id, .. } => {
                     b.commit_started.entry(transactional_id.clone()).or_insert(e.wall_ms);
@@ -852,6 +855,28 @@ mod tests {
         let mut c = ReadChecker::new(&mut t, &h);
         evs.iter().for_each(|e| c.observe(e));
         assert_eq!(c.finish().precommitted_read, 0);
+    }
+
+    #[test]
+    fn an_id_reused_for_a_later_checkpoint_is_judged_by_its_first() {
+        // t1 carries checkpoint 1's transaction and, reused, checkpoint 2's: its records polled
+        // after checkpoint 1 was durable are no precommitted read, though checkpoint 2 was not yet.
+        let mut t = truth(&[(0, 0, "t1"), (1, 1, "t1")], 2);
+        let mut h = history();
+        h.push(ev(30, EventKind::TxnOpened { transactional_id: "t1".into(), checkpoint: 2 }));
+        let mut evs = started(0, 0).to_vec();
+        evs.extend([poll(0, 0, 1_500, 0, 0), poll(0, 0, 1_600, 1, 1)]);
+        let mut c = ReadChecker::new(&mut t, &h);
+        evs.iter().for_each(|e| c.observe(e));
+        let r = c.finish();
+        assert_eq!(r.precommitted_read, 0, "{r:?}");
+        // Before checkpoint 1 was durable, the same polls are.
+        let mut t = truth(&[(0, 0, "t1"), (1, 1, "t1")], 2);
+        let mut evs = started(0, 0).to_vec();
+        evs.extend([poll(0, 0, 900, 0, 0), poll(0, 0, 1_600, 1, 1)]);
+        let mut c = ReadChecker::new(&mut t, &h);
+        evs.iter().for_each(|e| c.observe(e));
+        assert_eq!(c.finish().precommitted_read, 1);
     }
 
     #[test]
