@@ -148,13 +148,14 @@ pub async fn explore(args: ExploreArgs) -> Result<Explored, RunError> {
     let first_seed = args.seed.unwrap_or_else(rand::random);
     let mut c = Campaign::new(args, checked, dir, first_seed);
     say(&format!(
-        "{} ({}), modes {}: at most {} runs in {}, seeds {}, {}+1, …; results in {}",
+        "{} ({}), modes {}: at most {} runs in {}, seeds {}, {}, … (run i: seed {}+i-1); results in {}",
         c.checked.scenario.name,
         c.args.scenario.display(),
         c.checked.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
         c.args.runs,
         crate::matrix::human_duration(c.args.time.as_millis() as u64),
         first_seed,
+        first_seed.wrapping_add(1),
         first_seed,
         c.dir.display()
     ));
@@ -394,7 +395,7 @@ impl Campaign {
             row.modes.iter().map(|m| format!("{} {}", m.mode, m.words)).collect::<Vec<_>>().join("; ")
         };
         format!(
-            "run {}/{} [{}] seed {}: {} faults → {}; findings so far {}, inconclusive {}",
+            "run {}/{} [{}] seed {}: {} fault(s) → {}; findings so far {}, inconclusive {}",
             row.i,
             self.args.runs,
             crate::matrix::human_duration(self.t0.elapsed().as_millis() as u64),

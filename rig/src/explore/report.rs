@@ -133,11 +133,14 @@ pub fn render(e: &Explored) -> String {
     if !e.findings.is_empty() {
         out.push_str("\nfindings (replay: sinkhole run FILE --seed SEED):\n");
         for f in &e.findings {
+            let shrunk = match (&f.not_shrunk, f.shrink_runs) {
+                (Some(why), _) => format!("not shrunk: {why}"),
+                (None, n) => format!("shrunk in {n} run(s)"),
+            };
             out.push_str(&format!(
-                "  {:02}  {:<46} {:<28} seed {:<20} runs {:<3} faults {}→{}  {}\n",
+                "  {:02}  {}\n      seed {}, seen in {} run(s), faults {} → {} ({shrunk}): {}\n",
                 f.n,
                 f.key,
-                f.mode,
                 f.seed,
                 f.runs.len(),
                 f.faults_before,

@@ -295,3 +295,54 @@ fn broker_faults_are_drawn_far_enough_apart_for_the_broker_to_come_back() {
     assert!(spaced > 0, "no broker fault was ever left out: the test shows nothing");
     assert!(pairs > 0, "no two broker faults in one run: the test shows nothing");
 }
+
+#[test]
+fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
+    use super::report::{render, Explored, Stop};
+    let k = [fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}")];
+    let sig = Signature::of("legacy", "lost", &k);
+    let mut cov = Coverage::default();
+    cov.add(&k, true);
+    let e = Explored {
+        scenario: "s".into(),
+        source: "s.yaml".into(),
+        dir: "results/explore-x".into(),
+        modes: vec!["legacy".into()],
+        first_seed: 7,
+        runs_budget: 3,
+        time_budget_ms: 60_000,
+        shrink_runs: 2,
+        stop: Stop::Time,
+        wall_ms: 61_000,
+        runs_done: 2,
+        inconclusive: 1,
+        rig_errors: 0,
+        findings: vec![super::findings::Finding {
+            n: 1,
+            key: sig.text(),
+            signature: sig,
+            mode: "legacy".into(),
+            seed: 8,
+            run_id: "s-1-8".into(),
+            path: "results/explore-x/found/01-lost.yaml".into(),
+            words: "LOST 3 — expected clean".into(),
+            faults_before: 4,
+            faults_after: 1,
+            shrink_runs: 2,
+            shrink_stop: Some("minimal".into()),
+            not_shrunk: None,
+            runs: vec!["s-1-8".into(), "s-2-9".into()],
+        }],
+        coverage: cov.cells(),
+        coverage_text: cov.render(),
+        runs: vec![],
+    };
+    let t = render(&e);
+    assert!(t.starts_with("2 runs of s in 1m01s (the time budget ran out): 1 finding(s), 1 inconclusive"), "{t}");
+    assert!(t.contains("01  legacy: lost × kill-workers × checkpoint_persisted"), "{t}");
+    assert!(
+        t.contains("seed 8, seen in 2 run(s), faults 4 → 1 (shrunk in 2 run(s)): results/explore-x/found/01-lost.yaml"),
+        "{t}"
+    );
+    assert!(t.lines().any(|l| l.starts_with("kill-workers") && l.ends_with("1/1")), "{t}");
+}
