@@ -148,7 +148,7 @@ pub async fn explore(args: ExploreArgs) -> Result<Explored, RunError> {
     let first_seed = args.seed.unwrap_or_else(rand::random);
     let mut c = Campaign::new(args, checked, dir, first_seed);
     say(&format!(
-        "{} ({}), modes {}: at most {} runs in {}, seeds {}, {}, … (run i: seed {}+i-1); results in {}",
+        "{} ({}), modes {}: at most {} run(s) in {}, seeds {}, {}, … (run i: seed {}+i-1); results in {}",
         c.checked.scenario.name,
         c.args.scenario.display(),
         c.checked.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
