@@ -264,6 +264,7 @@ impl Campaign {
         self.coverage.add(&drawn.faults, !row.findings.is_empty());
         say(&self.progress_line(&row));
         self.rows.push(row);
+        self.write(Stop::Running)?;
         Ok(())
     }
 
@@ -407,9 +408,9 @@ impl Campaign {
         )
     }
 
-    /// `explore.json`, written.
-    fn finish(self) -> Result<Explored, RunError> {
-        let e = Explored {
+    /// What `explore.json` holds now.
+    fn snapshot(&self, stop: Stop) -> Explored {
+        Explored {
             scenario: self.checked.scenario.name.clone(),
             source: self.args.scenario.clone(),
             dir: self.dir.clone(),
@@ -418,20 +419,34 @@ impl Campaign {
             runs_budget: self.args.runs,
             time_budget_ms: self.args.time.as_millis() as u64,
             shrink_runs: self.args.shrink_runs,
-            stop: self.stop,
+            stop,
             wall_ms: self.t0.elapsed().as_millis() as u64,
             runs_done: self.rows.len() as u32,
             inconclusive: self.rows.iter().map(RunRow::inconclusive).sum(),
             rig_errors: self.rows.iter().map(RunRow::errors).sum(),
-            findings: self.findings.list,
+            findings: self.findings.list.clone(),
             coverage: self.coverage.cells(),
             coverage_text: self.coverage.render(),
-            runs: self.rows,
-        };
+            runs: self.rows.clone(),
+        }
+    }
+
+    /// Writes `explore.json` (after every run, so a campaign stopped by a
+    /// signal overnight still says what it found, with `stop: running`).
+    fn write(&self, stop: Stop) -> Result<Explored, RunError> {
+        let e = self.snapshot(stop);
         let path = self.dir.join(JSON_FILE);
-        std::fs::write(&path, sinkhole_base::provenance::to_json(&e)?)
+        let mut tmp = path.clone().into_os_string();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, sinkhole_base::provenance::to_json(&e)?)
+            .and_then(|()| std::fs::rename(&tmp, &path))
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(e)
+    }
+
+    /// `explore.json`, written with why the campaign stopped.
+    fn finish(self) -> Result<Explored, RunError> {
+        self.write(self.stop)
     }
 }
 

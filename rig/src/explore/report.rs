@@ -13,6 +13,9 @@ use super::findings::{Cell, Finding};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stop {
+    /// Still running when the file was written (it is written after every
+    /// run; a campaign stopped by a signal leaves it so).
+    Running,
     /// Every run of `--runs` was made.
     Runs,
     /// `--time` was spent first.
@@ -123,6 +126,7 @@ pub fn render(e: &Explored) -> String {
         e.scenario,
         crate::matrix::human_duration(e.wall_ms),
         match e.stop {
+            Stop::Running => "still running",
             Stop::Runs => "every run made",
             Stop::Time => "the time budget ran out",
         },

@@ -38,7 +38,7 @@ fn the_same_seed_draws_the_same_schedule_and_another_seed_another() {
 #[test]
 fn the_scenarios_own_faults_are_not_kept() {
     let s = scenario(ONE_BROKER);
-    for seed in 0..20 {
+    for seed in 0..10 {
         let d = draw(&s, seed);
         assert!(d.faults.iter().all(|f| f.name.as_deref().is_some_and(|n| n.starts_with("explore-"))), "seed {seed}");
     }
@@ -49,7 +49,7 @@ fn every_drawn_fault_is_one_the_scenario_accepts_within_the_window() {
     for text in [ONE_BROKER, THREE_BROKERS] {
         let s = scenario(text);
         let r = schedule_of(&s);
-        for seed in 0..30 {
+        for seed in 0..15 {
             let d = draw(&s, seed);
             let mut whole = s.clone();
             whole.faults = d.faults.clone();
@@ -73,7 +73,7 @@ fn draws_spread_over_kinds_and_checkpoint_phases_the_cluster_can_host() {
         let s = scenario(text);
         let mut kinds = std::collections::BTreeSet::new();
         let mut triggers = std::collections::BTreeSet::new();
-        for seed in 0..60 {
+        for seed in 0..40 {
             for f in draw(&s, seed).faults {
                 kinds.insert(f.kind.kind());
                 triggers.insert(trigger_kind(&f.when));
@@ -115,7 +115,7 @@ fn draws_spread_over_kinds_and_checkpoint_phases_the_cluster_can_host() {
 #[test]
 fn without_the_proxy_no_network_or_protocol_fault_is_drawn() {
     let s = scenario(&ONE_BROKER.replace("kafka: 4.4.0}", "kafka: 4.4.0, proxy: false}"));
-    for seed in 0..40 {
+    for seed in 0..20 {
         for f in draw(&s, seed).faults {
             assert!(!f.kind.kind().needs_proxy(), "seed {seed}: {:?}", f.kind.kind());
         }
@@ -264,7 +264,7 @@ fn broker_faults_are_drawn_far_enough_apart_for_the_broker_to_come_back() {
     let interval = s.job.checkpoint_interval_ms;
     let mut spaced = 0;
     let mut pairs = 0;
-    for seed in 0..60 {
+    for seed in 0..40 {
         let d = draw(&s, seed);
         spaced += d.spaced;
         // A fault on checkpoint n's event was drawn within one interval after n × interval.
