@@ -47,12 +47,12 @@ enum Command {
     /// run per candidate, bounded by --runs and --time; prints and saves the
     /// minimal scenario (RUN_DIR/shrink/minimal.yaml) with its seed.
     Shrink(args::ShrinkCmd),
-    /// Explore a scenario with random fault schedules: run i draws its faults
-    /// from seed S+i over every kind the scenario's cluster can host, at times
-    /// and at checkpoint phases; a mode that fails its expectation is shrunk
-    /// and saved as a finding (found/NN-<anomaly>.yaml, replayable with its
-    /// seed), one per signature; explore.json and a table of the findings and
-    /// the coverage (exit 1 when there is a finding).
+    /// Explore a scenario with random fault schedules: each run draws its
+    /// faults from its own seed (S, S+1, …) over every kind the scenario's
+    /// cluster can host, at times and at checkpoint phases; a mode that fails
+    /// its expectation is shrunk and saved as a finding (found/NN-<anomaly>.yaml,
+    /// replayable with its seed), one per signature; explore.json and a table
+    /// of the findings and the coverage (exit 1 when there is a finding).
     Explore(args::ExploreCmd),
     /// Merge the shards of one campaign (`matrix --shard I/N` on each host)
     /// into one matrix.json, matrix.html and junit.xml; refuses shards that

@@ -108,7 +108,7 @@ pub struct ExploreCmd {
     /// At most this long, shrinking included (a run under way is finished): 90s, 30m, 8h.
     #[arg(long, default_value = "1h", value_parser = duration)]
     pub time: std::time::Duration,
-    /// The first run's seed: run i has seed S+i (default: random, printed).
+    /// The first run's seed: run 1 has seed S, run 2 S+1, … (default: random, printed).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Where explore-<timestamp>/ is written.

@@ -125,10 +125,15 @@ pub fn draw(base: &Scenario, seed: u64) -> Drawn {
         if let Some(w) = event(base, &f, &mut rng) {
             let mut g = f.clone();
             g.when = w;
-            if !taken.contains(&checkpoint_of(&w)) && fits(base, &g) {
-                taken.push(checkpoint_of(&w));
+            if fits(base, &g) {
                 f = g;
             }
+        }
+        if let Some(n) = checkpoint_of(&f.when) {
+            // Two faults on one event would fire together: the later one takes the next checkpoint.
+            let free = (n..).find(|c| !taken.contains(c)).unwrap_or(n);
+            f.when = renumber(f.when, free);
+            taken.push(free);
         }
         if f.kind.kind() == FaultKind::CoordinatorCrash && !matches!(f.when, When::CheckpointPersisted(_)) {
             // Its only trigger was refused or taken: the generator's fault instead.
@@ -193,24 +198,44 @@ fn checkpoint_near(s: &Scenario, t: u64) -> u64 {
     (t / s.job.checkpoint_interval_ms.max(1)).max(1)
 }
 
-/// The checkpoint an event trigger names (0 for a time).
-fn checkpoint_of(w: &When) -> u64 {
+/// The checkpoint an event trigger names (none for a time).
+fn checkpoint_of(w: &When) -> Option<u64> {
     match *w {
         When::CheckpointTriggered(n)
         | When::CheckpointPersisted(n)
         | When::CheckpointNotified(n)
         | When::CommitStarted(n)
-        | When::CheckpointAcked { checkpoint: n, .. } => n,
-        When::TxnOpened { checkpoint, .. } => checkpoint.unwrap_or(0),
-        _ => 0,
+        | When::CheckpointAcked { checkpoint: n, .. } => Some(n),
+        When::TxnOpened { checkpoint, .. } => checkpoint,
+        _ => None,
     }
 }
 
-/// An event trigger near the fault's time, two times in three (a fault
-/// already on an event keeps it).
+/// The same event on checkpoint `n`.
+fn renumber(w: When, n: u64) -> When {
+    match w {
+        When::CheckpointTriggered(_) => When::CheckpointTriggered(n),
+        When::CheckpointPersisted(_) => When::CheckpointPersisted(n),
+        When::CheckpointNotified(_) => When::CheckpointNotified(n),
+        When::CommitStarted(_) => When::CommitStarted(n),
+        When::CheckpointAcked { subtask, .. } => When::CheckpointAcked { checkpoint: n, subtask },
+        When::TxnOpened { subtask, checkpoint: Some(_) } => When::TxnOpened { subtask, checkpoint: Some(n) },
+        other => other,
+    }
+}
+
+/// An event trigger near the fault's time: always for a protocol fault,
+/// two times in three for the others (a fault already on an event keeps it).
+///
+/// A protocol fault acts only on the frames that pass while it lasts, and a
+/// job slowed by an earlier fault may send none of its APIs at a fixed time;
+/// on a checkpoint's event the frames of that checkpoint follow. Measured
+/// over the first live campaigns (random-mix, seeds 1–4, two modes side by
+/// side): 3 of 11 protocol faults at a time took effect, 18 of 18 on an event.
 fn event(s: &Scenario, f: &FaultSpec, rng: &mut SplitMix64) -> Option<When> {
     let When::AtMs(t) = f.when else { return None };
-    if !rng.chance(2, 3) {
+    let always = f.kind.kind().family() == Family::Protocol;
+    if !rng.chance(2, 3) && !always {
         return None;
     }
     let n = checkpoint_near(s, t);

@@ -5,8 +5,8 @@
 //! The library's scenarios find the bugs someone thought of. Jepsen finds
 //! the others by running generated histories under a random nemesis and
 //! keeping what its checkers flag; QuickCheck shrinks the failing input to
-//! the smallest that still fails. This is both over the rig's pieces: each
-//! run `i` draws its faults from seed `S+i` ([`draw`]: every kind the
+//! the smallest that still fails. This is both over the rig's pieces: run
+//! 1, 2, … draws its faults from seed S, S+1, … ([`draw`]: every kind the
 //! scenario's cluster can host, at times and at checkpoint phases), runs the
 //! scenario's cluster, job and modes with them, and judges each mode by the
 //! scenario's expectation. A mode that fails its expectation is a finding:

@@ -346,3 +346,33 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     );
     assert!(t.lines().any(|l| l.starts_with("kill-workers") && l.ends_with("1/1")), "{t}");
 }
+
+#[test]
+fn protocol_faults_wait_for_a_checkpoint_event_and_no_two_faults_share_one() {
+    let s = scenario(ONE_BROKER);
+    let mut protocol = 0;
+    for seed in 0..30 {
+        let d = draw(&s, seed);
+        let mut events = Vec::new();
+        for f in &d.faults {
+            if f.kind.kind().family() == sinkhole_scenario::Family::Protocol {
+                protocol += 1;
+                assert_ne!(trigger_kind(&f.when), "at_ms", "seed {seed}: {f:?}");
+            }
+            if let Some(n) = match f.when {
+                When::AtMs(_) => None,
+                When::CheckpointTriggered(n)
+                | When::CheckpointPersisted(n)
+                | When::CheckpointNotified(n)
+                | When::CommitStarted(n)
+                | When::CheckpointAcked { checkpoint: n, .. }
+                | When::TxnOpened { checkpoint: Some(n), .. } => Some(n),
+                other => panic!("seed {seed}: {other:?}"),
+            } {
+                assert!(!events.contains(&n), "seed {seed}: two faults on checkpoint {n}");
+                events.push(n);
+            }
+        }
+    }
+    assert!(protocol > 0, "no protocol fault drawn: the test shows nothing");
+}
