@@ -348,9 +348,9 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
 }
 
 #[test]
-fn protocol_faults_wait_for_a_checkpoint_event_and_no_two_faults_share_one() {
+fn protocol_faults_wait_for_a_checkpoint_event_on_any_init_id_and_no_two_faults_share_one() {
     let s = scenario(ONE_BROKER);
-    let mut protocol = 0;
+    let (mut protocol, mut inits) = (0, 0);
     for seed in 0..30 {
         let d = draw(&s, seed);
         let mut events = Vec::new();
@@ -358,6 +358,12 @@ fn protocol_faults_wait_for_a_checkpoint_event_and_no_two_faults_share_one() {
             if f.kind.kind().family() == sinkhole_scenario::Family::Protocol {
                 protocol += 1;
                 assert_ne!(trigger_kind(&f.when), "at_ms", "seed {seed}: {f:?}");
+                let init = f.kind.apis().is_some_and(|a| a.iter().any(|a| a == "InitProducerId"));
+                inits += usize::from(init);
+                assert!(
+                    !init || f.kind.transactional_id().is_none(),
+                    "seed {seed}: one subtask's InitProducerId: {f:?}"
+                );
             }
             if let Some(n) = match f.when {
                 When::AtMs(_) => None,
@@ -374,5 +380,5 @@ fn protocol_faults_wait_for_a_checkpoint_event_and_no_two_faults_share_one() {
             }
         }
     }
-    assert!(protocol > 0, "no protocol fault drawn: the test shows nothing");
+    assert!(protocol > 0 && inits > 0, "no protocol fault on InitProducerId drawn: the test shows nothing");
 }
