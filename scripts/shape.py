@@ -87,6 +87,7 @@ LAYERS = {
         run
         matrix probe bench
         calibrate shrink
+        explore
         serve
         cli
     """,

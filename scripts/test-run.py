@@ -41,6 +41,7 @@ import time
 EXCLUSIVE = {
     "scenarios_live",
     "calibrate_live",
+    "explore_live",
     "containers_scenario",
     "matrix",
     "latency_live",

@@ -18,6 +18,8 @@
 //!   producer on one cluster);
 //! - [`calibrate`]: mutants through the library, the detection matrix (`sinkhole calibrate`);
 //!   [`shrink`]: a failing run's schedule made smaller while it fails the same way;
+//! - [`explore`]: random schedules over one scenario, run after run, the failures shrunk
+//!   and kept as findings (`sinkhole explore`);
 //! - [`serve`]: the results browser over HTTP (`sinkhole serve`).
 //!
 //! Below this crate: `sinkhole-base` (foundation), `sinkhole-install`, `sinkhole-scenario`,
@@ -26,6 +28,7 @@
 //! `sinkhole-kafka`, `sinkhole-client`, `sinkhole-faults`, `sinkhole-workloads`.
 pub mod bench;
 pub mod calibrate;
+pub mod explore;
 pub mod matrix;
 pub mod nemesis;
 pub mod observer;

@@ -47,6 +47,13 @@ enum Command {
     /// run per candidate, bounded by --runs and --time; prints and saves the
     /// minimal scenario (RUN_DIR/shrink/minimal.yaml) with its seed.
     Shrink(args::ShrinkCmd),
+    /// Explore a scenario with random fault schedules: each run draws its
+    /// faults from its own seed (S, S+1, …) over every kind the scenario's
+    /// cluster can host, at times and at checkpoint phases; a mode that fails
+    /// its expectation is shrunk and saved as a finding (found/NN-<anomaly>.yaml,
+    /// replayable with its seed), one per signature; explore.json and a table
+    /// of the findings and the coverage (exit 1 when there is a finding).
+    Explore(args::ExploreCmd),
     /// Merge the shards of one campaign (`matrix --shard I/N` on each host)
     /// into one matrix.json, matrix.html and junit.xml; refuses shards that
     /// do not belong together (exit 2).
@@ -122,6 +129,7 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Matrix(a) => cli::matrix::run(a).await,
         Command::Calibrate(a) => cli::calibrate::run(a).await,
         Command::Shrink(a) => cli::shrink::run(a).await,
+        Command::Explore(a) => cli::explore::run(a).await,
         Command::Merge(a) => cli::merge::run(a),
         Command::Serve(a) => cli::serve::run(a).await,
         Command::Check(a) => cli::check::run(a),

@@ -97,6 +97,47 @@ pub struct ShrinkCmd {
     pub time: u64,
 }
 
+#[derive(Args)]
+pub struct ExploreCmd {
+    /// The scenario to explore: its cluster, job, modes and expectations (its own
+    /// faults are not run; its `schedule:` window, if any, is kept).
+    pub scenario: PathBuf,
+    /// At most this many runs.
+    #[arg(long, default_value_t = 20)]
+    pub runs: u32,
+    /// At most this long, shrinking included (a run under way is finished): 90s, 30m, 8h.
+    #[arg(long, default_value = "1h", value_parser = duration)]
+    pub time: std::time::Duration,
+    /// The first run's seed: run 1 has seed S, run 2 S+1, … (default: random, printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where explore-<timestamp>/ is written.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Only these modes (repeatable; a mutant when the scenario runs its base mode).
+    #[arg(long = "mode", value_name = "MODE")]
+    pub modes: Vec<String>,
+    /// At most this many shrink runs per new finding (0: save the failing run's faults unshrunk).
+    #[arg(long, default_value_t = 5)]
+    pub shrink_runs: u32,
+}
+
+/// A duration on the command line: a number with a unit (`ms`, `s`, `m`, `h`; seconds without one).
+pub fn duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("{s:?}: a number and a unit, e.g. 90s, 30m, 8h"))?;
+    let ms = match unit {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (ms, s, m or h)")),
+    };
+    n.checked_mul(ms).map(std::time::Duration::from_millis).ok_or_else(|| format!("{s:?}: too long"))
+}
+
 /// The options of a campaign of runs that `sinkhole matrix` and `sinkhole
 /// calibrate` share (the library's [`Campaign`]); the help is `matrix`'s.
 #[derive(Args)]

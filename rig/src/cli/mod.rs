@@ -30,6 +30,7 @@ pub mod bench_producers;
 pub mod calibrate;
 pub mod check;
 pub mod cluster;
+pub mod explore;
 pub mod image;
 pub mod matrix;
 pub mod merge;

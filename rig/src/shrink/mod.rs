@@ -167,9 +167,18 @@ fn progress(line: &str) {
     eprintln!("shrink: {line}");
 }
 
-/// `sinkhole shrink`: the search with one run per candidate; returns the
-/// result (minimal.yaml and shrink.json written).
+/// `sinkhole shrink`: [`shrink`], then the minimal scenario on stdout.
 pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
+    let r = shrink(args).await?;
+    let yaml = std::fs::read_to_string(&r.minimal).with_context(|| format!("reading {}", r.minimal.display()))?;
+    print!("{yaml}");
+    Ok(r)
+}
+
+/// The search with one run per candidate, its lines on stderr; returns the
+/// result (minimal.yaml and shrink.json written). `sinkhole explore` shrinks
+/// each new finding with it.
+pub async fn shrink(args: ShrinkArgs) -> Result<Shrunk, RunError> {
     let t0 = Instant::now();
     let run_dir = RunDir::at(&args.run_dir);
     let summary = read_summary(&run_dir)?;
@@ -221,7 +230,7 @@ pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
     run::set_progress_sink(None);
     let stop = stop.unwrap_or_else(|| search.stop());
     let minimal = out.join(YAML_FILE);
-    let yaml = trials.write_minimal(&search, stop, &minimal)?;
+    trials.write_minimal(&search, stop, &minimal)?;
     let result = Shrunk {
         run_dir: args.run_dir.clone(),
         run_id: summary.run_id.clone(),
@@ -239,7 +248,6 @@ pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
         wall_ms: t0.elapsed().as_millis() as u64,
     };
     std::fs::write(out.join(JSON_FILE), sinkhole_base::provenance::to_json(&result)?).context("writing shrink.json")?;
-    print!("{yaml}");
     Ok(result)
 }
 
@@ -307,8 +315,8 @@ impl Trials<'_> {
     }
 
     /// `minimal.yaml`: the smallest fault list found, with how it was found
-    /// and how to replay it; returns its text.
-    fn write_minimal(&self, search: &Search, stop: Stop, minimal: &Path) -> Result<String, RunError> {
+    /// and how to replay it.
+    fn write_minimal(&self, search: &Search, stop: Stop, minimal: &Path) -> Result<(), RunError> {
         let (summary, target) = (self.summary, self.target);
         let s = candidate_scenario(self.base, target.mode, search.current());
         let header = vec![
@@ -333,7 +341,7 @@ impl Trials<'_> {
         ];
         let yaml = scenario_yaml(&s, &header)?;
         std::fs::write(minimal, &yaml).with_context(|| format!("writing {}", minimal.display()))?;
-        Ok(yaml)
+        Ok(())
     }
 }
 

@@ -56,6 +56,28 @@ fn shrink_and_calibrate_refuse_bad_input() {
 }
 
 #[test]
+fn explore_refuses_bad_input_before_any_run() {
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/notification-lost.yaml");
+    let scenario = scenario.to_str().unwrap();
+    let results = common::test_dir("explore-bad-input");
+    let results = results.to_str().unwrap();
+    let explore = |extra: &[&str]| {
+        let mut a = vec!["explore", scenario, "--results", results];
+        a.extend_from_slice(extra);
+        sinkhole(&a)
+    };
+    assert_bad_input(&explore(&["--runs", "0"]), "--runs 0");
+    assert_bad_input(&explore(&["--time", "0"]), "--time 0");
+    assert_bad_input(&explore(&["--mode", "at-least-once"]), "does not run it");
+    assert_bad_input(&explore(&["--mode", "legacy~nothing"]), "unknown mode");
+    let o = explore(&["--time", "5x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unknown unit"), "{}", stderr(&o));
+    // Nothing was started, nothing written.
+    assert!(std::fs::read_dir(results).map(|d| d.count() == 0).unwrap_or(true));
+}
+
+#[test]
 fn unknown_version_is_one_clear_error() {
     let o = sinkhole(&["setup", "--kafka", "9.9.9"]);
     assert_bad_input(&o, "9.9.9");

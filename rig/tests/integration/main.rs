@@ -26,6 +26,7 @@ mod containers_live;
 #[cfg(feature = "containers")]
 mod containers_scenario;
 mod exit_codes;
+mod explore_live;
 mod external_live;
 mod external_tls_live;
 mod flink_live;

@@ -1,0 +1,454 @@
+//! `sinkhole explore SCENARIO`: random fault schedules over one scenario,
+//! run after run, until a budget of runs or time is spent; what fails is
+//! shrunk and kept as a finding, a replayable scenario.
+//!
+//! The library's scenarios find the bugs someone thought of. Jepsen finds
+//! the others by running generated histories under a random nemesis and
+//! keeping what its checkers flag; QuickCheck shrinks the failing input to
+//! the smallest that still fails. This is both over the rig's pieces: run
+//! 1, 2, … draws its faults from seed S, S+1, … ([`draw`]: every kind the
+//! scenario's cluster can host, at times and at checkpoint phases), runs the
+//! scenario's cluster, job and modes with them, and judges each mode by the
+//! scenario's expectation. A mode that fails its expectation is a finding:
+//! the fault list is shrunk by `sinkhole shrink`'s search (a few runs), saved
+//! as `found/NN-<anomaly>.yaml` with its seed, and told apart from the
+//! findings before it by its signature ([`findings`]). An inconclusive mode
+//! is the rig's own distortion (a fault that did not take effect, a late
+//! fault, an unmet premise), never a finding: those are counted apart.
+//!
+//! The scenario's own `faults:` are not kept: the schedule is what is
+//! explored, and a scenario's hand-written faults are already covered by
+//! running it. Its `schedule:` block, if any, lends its window, quiet periods
+//! and durations (its mix becomes `all`).
+//!
+//! Written into `<results>/explore-<timestamp>/`: `runs/` (every run's
+//! directory, and the shrinks' runs under each failing one), `schedules/`
+//! (the scenario of each run, as it ran), `found/`, `explore.log` (the runs'
+//! own progress lines) and `explore.json` ([`report`]).
+pub mod draw;
+pub mod findings;
+pub mod report;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context};
+use sinkhole_checker::verdict::Outcome;
+use sinkhole_model::SinkMode;
+use sinkhole_scenario::{FaultSpec, Scenario};
+
+use crate::results::summary::{ModeSummary, Summary};
+use crate::run::{self, RunArgs, RunError};
+use crate::shrink::{self, ShrinkArgs};
+use findings::{Finding, Findings, Signature};
+pub use report::{Explored, RunRow, Stop};
+
+/// `found/` under the campaign's directory.
+pub const FOUND_DIR: &str = "found";
+pub const JSON_FILE: &str = "explore.json";
+
+/// The command line of `sinkhole explore`.
+#[derive(Debug, Clone)]
+pub struct ExploreArgs {
+    pub scenario: PathBuf,
+    /// At most this many runs.
+    pub runs: u32,
+    /// At most this long, shrinking included (a run under way is finished).
+    pub time: Duration,
+    /// The first run's seed (default: random, printed).
+    pub seed: Option<u64>,
+    /// Where `explore-<timestamp>/` is made.
+    pub results: PathBuf,
+    /// Only these modes (mutants allowed when the scenario runs their base).
+    pub modes: Vec<String>,
+    /// At most this many shrink runs per finding (0: keep the failing run's faults as they were).
+    pub shrink_runs: u32,
+}
+
+/// The campaign's input, checked: the scenario and the modes to judge.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub scenario: Scenario,
+    pub modes: Vec<SinkMode>,
+}
+
+/// Refuses what cannot make a campaign (exit 2): no runs, no time, a
+/// scenario that does not load, a mode it does not run, a mode without an
+/// expectation (nothing could fail: every run would only be observed).
+/// Without `--mode`, the scenario's modes that have an expectation.
+pub fn check(args: &ExploreArgs) -> Result<Checked, String> {
+    if args.runs == 0 {
+        return Err("--runs 0: an exploration needs at least one run".into());
+    }
+    if args.time.is_zero() {
+        return Err("--time 0: an exploration needs time to run in (e.g. --time 30m)".into());
+    }
+    let s = sinkhole_scenario::load(&args.scenario).map_err(|e| e.render())?;
+    check_scenario(s, &args.modes, &args.scenario)
+}
+
+/// [`check`] past loading: the modes and their expectations.
+pub fn check_scenario(s: Scenario, names: &[String], file: &Path) -> Result<Checked, String> {
+    let mut modes = Vec::new();
+    for name in names {
+        let m = SinkMode::parse(name).ok_or_else(|| run::unknown_mode("--mode", name))?;
+        let runs_it = s.modes.contains(&m) || m.mutant().is_some_and(|x| s.modes.contains(&x.base()));
+        if !runs_it {
+            return Err(format!(
+                "--mode {name}: {} does not run it (its modes: {}; a mutant needs its base mode among them)",
+                file.display(),
+                s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if !modes.contains(&m) {
+            modes.push(m);
+        }
+    }
+    let expected = |m: &SinkMode| {
+        let m = m.mutant().map(|x| x.base()).unwrap_or(*m);
+        s.expect.contains_key(&m) || s.expect_by.iter().any(|e| e.expect.contains_key(&m))
+    };
+    if modes.is_empty() {
+        // Every mode that can fail; the ones only observed are left out.
+        modes = s.modes.iter().copied().filter(expected).collect();
+        if modes.is_empty() {
+            return Err(format!(
+                "{}: none of its modes ({}) has an expectation (expect:): a mode without one is only observed, \
+                 so no run can fail",
+                file.display(),
+                s.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let without: Vec<&str> = modes.iter().filter(|m| !expected(m)).map(|m| m.name()).collect();
+    if !without.is_empty() {
+        return Err(format!(
+            "{}: no expectation for {} (expect:): a mode without one is only observed, so no run of it can fail; \
+             give it one or leave it out of --mode",
+            file.display(),
+            without.join(", ")
+        ));
+    }
+    Ok(Checked { scenario: s, modes })
+}
+
+fn say(line: &str) {
+    eprintln!("explore: {line}");
+}
+
+/// `sinkhole explore`: the campaign; returns what `explore.json` holds
+/// (written, and the table printed on stdout).
+pub async fn explore(args: ExploreArgs) -> Result<Explored, RunError> {
+    let checked = check(&args).map_err(|e| RunError::BadInput(anyhow!(e)))?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let dir = args.results.join(format!("explore-{}", run::timestamp(now)));
+    for sub in ["runs", "schedules", FOUND_DIR] {
+        std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("creating {}", dir.join(sub).display()))?;
+    }
+    let first_seed = args.seed.unwrap_or_else(rand::random);
+    let mut c = Campaign::new(args, checked, dir, first_seed);
+    say(&format!(
+        "{} ({}), modes {}: at most {} run(s) in {}, seeds {}, {}, … (run i: seed {}+i-1); results in {}",
+        c.checked.scenario.name,
+        c.args.scenario.display(),
+        c.checked.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
+        c.args.runs,
+        crate::matrix::human_duration(c.args.time.as_millis() as u64),
+        first_seed,
+        first_seed.wrapping_add(1),
+        first_seed,
+        c.dir.display()
+    ));
+    c.quiet_runs();
+    let result = c.all_runs().await;
+    run::set_progress_sink(None);
+    result?;
+    let explored = c.finish()?;
+    print!("{}", report::render(&explored));
+    Ok(explored)
+}
+
+/// The campaign's state between runs.
+struct Campaign {
+    args: ExploreArgs,
+    checked: Checked,
+    dir: PathBuf,
+    first_seed: u64,
+    t0: Instant,
+    rows: Vec<RunRow>,
+    findings: Findings,
+    /// Unshrunk signatures already kept (as the run showed them): a run that
+    /// shows one again is the same finding, not worth a shrink.
+    raw: Vec<(Signature, usize)>,
+    coverage: findings::Coverage,
+    stop: Stop,
+}
+
+impl Campaign {
+    fn new(args: ExploreArgs, checked: Checked, dir: PathBuf, first_seed: u64) -> Campaign {
+        Campaign {
+            args,
+            checked,
+            dir,
+            first_seed,
+            t0: Instant::now(),
+            rows: Vec::new(),
+            findings: Findings::default(),
+            raw: Vec::new(),
+            coverage: findings::Coverage::default(),
+            stop: Stop::Runs,
+        }
+    }
+
+    /// The runs' own progress lines go to explore.log (a shrink sets its own sink and clears it).
+    fn quiet_runs(&self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("explore.log")).ok();
+        let log = std::sync::Mutex::new(log);
+        run::set_progress_sink(Some(Box::new(move |line: &str| {
+            if let Some(f) = log.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                use std::io::Write as _;
+                let _ = writeln!(f, "{line}");
+            }
+        })));
+    }
+
+    fn remaining(&self) -> Duration {
+        self.args.time.saturating_sub(self.t0.elapsed())
+    }
+
+    async fn all_runs(&mut self) -> Result<(), RunError> {
+        for i in 0..self.args.runs {
+            if self.remaining().is_zero() {
+                self.stop = Stop::Time;
+                say(&format!("the time budget is spent after {i} of {} runs", self.args.runs));
+                break;
+            }
+            self.one_run(i).await?;
+        }
+        Ok(())
+    }
+
+    /// Run `i`: draw, write, run, judge each mode, keep the findings.
+    async fn one_run(&mut self, i: u32) -> Result<(), RunError> {
+        let seed = self.first_seed.wrapping_add(u64::from(i));
+        let drawn = draw::draw(&self.checked.scenario, seed);
+        let file = self.dir.join("schedules").join(format!("run-{:03}.yaml", i + 1));
+        let mut s = self.checked.scenario.clone();
+        s.faults = drawn.faults.clone();
+        s.schedule = None;
+        let header = vec![
+            format!(
+                "exploration run {} of {}, seed {seed}: {} drawn faults",
+                i + 1,
+                self.args.runs,
+                drawn.faults.len()
+            ),
+            format!("replay: sinkhole run {} --seed {seed}", file.display()),
+        ];
+        std::fs::write(&file, shrink::scenario_yaml(&s, &header)?)
+            .with_context(|| format!("writing {}", file.display()))?;
+        let rargs = RunArgs {
+            file,
+            modes: self.checked.modes.iter().map(|m| m.name().to_string()).collect(),
+            seed: Some(seed),
+            results: self.dir.join("runs"),
+            ..RunArgs::default()
+        };
+        let mut row = RunRow::new(i + 1, seed, &drawn);
+        match run::run_on(&rargs, None, None).await {
+            Ok(sum) => self.judge(&mut row, &sum, &drawn.faults).await?,
+            // The first run's bad input is the campaign's; a later one is this schedule's.
+            Err(RunError::BadInput(e)) if i == 0 => return Err(RunError::BadInput(e)),
+            Err(RunError::BadInput(e) | RunError::Failed(e)) => row.error = Some(format!("{e:#}")),
+        }
+        self.coverage.add(&drawn.faults, !row.findings.is_empty());
+        say(&self.progress_line(&row));
+        self.rows.push(row);
+        self.write(Stop::Running)?;
+        Ok(())
+    }
+
+    /// Each mode of a finished run: a pass, an inconclusive, a rig error or a finding.
+    async fn judge(&mut self, row: &mut RunRow, sum: &Summary, faults: &[FaultSpec]) -> Result<(), RunError> {
+        row.run_id = Some(sum.run_id.clone());
+        row.dir = Some(sum.dir.clone());
+        for m in &sum.modes {
+            row.modes.push(report::ModeRow { mode: m.mode.name().to_string(), outcome: m.outcome, words: m.words() });
+            if m.outcome == Outcome::Fail {
+                let n = self.finding(sum, m, faults).await?;
+                row.findings.push(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// A failing mode: the finding it is (its number), new or seen before.
+    async fn finding(&mut self, sum: &Summary, m: &ModeSummary, faults: &[FaultSpec]) -> Result<usize, RunError> {
+        let kinds = shrink::failure_kinds(m);
+        let anomaly = kinds.first().cloned().unwrap_or_else(|| "unmet".to_string());
+        let mode = m.mode.name();
+        let raw = Signature::of(mode, &anomaly, faults);
+        if let Some((sig, n)) = self.raw.iter().find(|(s, _)| *s == raw) {
+            let (sig, n) = (sig.clone(), *n);
+            // Kept under its shrunk signature: the run is added to that finding.
+            let shrunk = self.findings.list.iter().find(|f| f.n == n).map(|f| f.signature.clone());
+            self.findings.seen(&shrunk.unwrap_or(sig), &sum.run_id);
+            return Ok(n);
+        }
+        let shrunk = self.shrink(sum, m, &kinds).await;
+        self.quiet_runs();
+        let (minimal, shrink_runs, shrink_stop, not_shrunk) = match shrunk {
+            Ok((faults, runs, stop)) => (faults, runs, Some(stop), None),
+            Err(why) => (faults.to_vec(), 0, None, Some(why)),
+        };
+        let sig = Signature::of(mode, &anomaly, &minimal);
+        if !self.findings.seen(&sig, &sum.run_id) {
+            let n = self.findings.get_mut(&sig).map(|f| f.n).unwrap_or(0);
+            self.raw.push((raw, n));
+            return Ok(n);
+        }
+        let n = self.findings.next_number();
+        let path = self.dir.join(FOUND_DIR).join(findings::file_name(n, &anomaly));
+        self.save(sum, m, &minimal, &sig, &path)?;
+        self.findings.push(Finding {
+            n,
+            key: sig.text(),
+            signature: sig,
+            mode: m.mode.name().to_string(),
+            seed: sum.seed,
+            run_id: sum.run_id.clone(),
+            path,
+            words: m.words(),
+            faults_before: faults.len(),
+            faults_after: minimal.len(),
+            shrink_runs,
+            shrink_stop,
+            not_shrunk,
+            runs: vec![sum.run_id.clone()],
+        });
+        self.raw.push((raw, n));
+        Ok(n)
+    }
+
+    /// The failing mode's faults shrunk by `sinkhole shrink` within the
+    /// budget left; `Err` says why the run's own faults are kept.
+    async fn shrink(
+        &self,
+        sum: &Summary,
+        m: &ModeSummary,
+        kinds: &[String],
+    ) -> Result<(Vec<FaultSpec>, u32, String), String> {
+        if self.args.shrink_runs == 0 {
+            return Err("--shrink-runs 0".into());
+        }
+        if kinds.is_empty() {
+            return Err(format!("no anomaly or job failure to shrink for ({})", m.reason));
+        }
+        if self.remaining().is_zero() {
+            return Err("the time budget was spent".into());
+        }
+        let args = ShrinkArgs {
+            run_dir: sum.dir.clone(),
+            mode: Some(m.mode.name().to_string()),
+            max_runs: self.args.shrink_runs,
+            max_time: self.remaining(),
+        };
+        let r = shrink::shrink(args).await.map_err(|e| match e {
+            RunError::BadInput(e) | RunError::Failed(e) => format!("the shrink failed: {e:#}"),
+        })?;
+        let s = sinkhole_scenario::load(&r.minimal).map_err(|e| e.render())?;
+        Ok((s.faults, r.runs, format!("{:?}", r.stop).to_lowercase()))
+    }
+
+    /// `found/NN-<anomaly>.yaml`: the run's resolved scenario with only the
+    /// failing mode and `faults`, and how to replay it.
+    fn save(
+        &self,
+        sum: &Summary,
+        m: &ModeSummary,
+        faults: &[FaultSpec],
+        sig: &Signature,
+        path: &Path,
+    ) -> anyhow::Result<()> {
+        let file = sinkhole_base::rundir::RunDir::at(&sum.dir).scenario();
+        let resolved = sinkhole_scenario::load(&file).map_err(|e| anyhow!(e.render()))?;
+        let s = shrink::candidate_scenario(&resolved, m.mode, faults);
+        let header = vec![
+            format!(
+                "found by `sinkhole explore` over {} in run {} (Kafka {}): {} {}",
+                self.args.scenario.display(),
+                sum.run_id,
+                sum.kafka,
+                m.mode,
+                m.words()
+            ),
+            format!("signature: {}", sig.text()),
+            format!("replay: sinkhole run {} --seed {}", path.display(), sum.seed),
+            format!("seed: {}", sum.seed),
+        ];
+        std::fs::write(path, shrink::scenario_yaml(&s, &header)?).with_context(|| format!("writing {}", path.display()))
+    }
+
+    fn progress_line(&self, row: &RunRow) -> String {
+        let verdicts = if let Some(e) = &row.error {
+            format!("rig error: {}", e.chars().take(160).collect::<String>())
+        } else {
+            row.modes.iter().map(|m| format!("{} {}", m.mode, m.words)).collect::<Vec<_>>().join("; ")
+        };
+        format!(
+            "run {}/{} [{}] seed {}: {} fault(s) → {}; findings so far {}, inconclusive {}",
+            row.i,
+            self.args.runs,
+            crate::matrix::human_duration(self.t0.elapsed().as_millis() as u64),
+            row.seed,
+            row.faults,
+            verdicts,
+            self.findings.list.len(),
+            self.rows.iter().chain([row]).map(RunRow::inconclusive).sum::<usize>()
+        )
+    }
+
+    /// What `explore.json` holds now.
+    fn snapshot(&self, stop: Stop) -> Explored {
+        Explored {
+            scenario: self.checked.scenario.name.clone(),
+            source: self.args.scenario.clone(),
+            dir: self.dir.clone(),
+            modes: self.checked.modes.iter().map(|m| m.name().to_string()).collect(),
+            first_seed: self.first_seed,
+            runs_budget: self.args.runs,
+            time_budget_ms: self.args.time.as_millis() as u64,
+            shrink_runs: self.args.shrink_runs,
+            stop,
+            wall_ms: self.t0.elapsed().as_millis() as u64,
+            runs_done: self.rows.len() as u32,
+            inconclusive: self.rows.iter().map(RunRow::inconclusive).sum(),
+            rig_errors: self.rows.iter().map(RunRow::errors).sum(),
+            findings: self.findings.list.clone(),
+            coverage: self.coverage.cells(),
+            coverage_text: self.coverage.render(),
+            runs: self.rows.clone(),
+        }
+    }
+
+    /// Writes `explore.json` (after every run, so a campaign stopped by a
+    /// signal overnight still says what it found, with `stop: running`).
+    fn write(&self, stop: Stop) -> Result<Explored, RunError> {
+        let e = self.snapshot(stop);
+        let path = self.dir.join(JSON_FILE);
+        let mut tmp = path.clone().into_os_string();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, sinkhole_base::provenance::to_json(&e)?)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(e)
+    }
+
+    /// `explore.json`, written with why the campaign stopped.
+    fn finish(self) -> Result<Explored, RunError> {
+        self.write(self.stop)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,384 @@
+use std::path::Path;
+use std::time::Duration;
+
+use sinkhole_scenario::{FaultKind, FaultSpec, Scenario, When};
+
+use super::draw::{draw, schedule_of, trigger_kind};
+use super::findings::{file_name, Coverage, Findings, Signature};
+use super::{check, check_scenario, ExploreArgs};
+
+fn scenario(text: &str) -> Scenario {
+    sinkhole_scenario::from_str(text, "s.yaml").unwrap_or_else(|e| panic!("{}", e.render()))
+}
+
+/// One broker, two subtasks, 40 s of records at 1 s checkpoints, the proxy allowed.
+const ONE_BROKER: &str = "name: s\ncluster: {brokers: 1, kafka: 4.4.0}\ntopic: {partitions: 3}\n\
+    job: {parallelism: 2, records_per_subtask: 40000, rate_per_subtask: 1000, checkpoint_interval_ms: 1000, \
+    transaction_timeout_ms: 60000, restart_delay_ms: 300}\nmodes: [legacy, twopc-inject, at-least-once]\n\
+    faults:\n  - {kind: kill-workers, target: [0], when: {at_ms: 2500}}\n\
+    expect: {legacy: clean, twopc-inject: clean}\n";
+
+const THREE_BROKERS: &str = "name: s\ncluster: {brokers: 3, kafka: 4.4.0}\n\
+    topic: {partitions: 3, replication_factor: 3, min_insync_replicas: 2}\n\
+    job: {parallelism: 3, records_per_subtask: 60000, rate_per_subtask: 1000, checkpoint_interval_ms: 1000, \
+    transaction_timeout_ms: 60000, restart_delay_ms: 300}\nmodes: [legacy]\nexpect: {legacy: clean}\n";
+
+#[test]
+fn the_same_seed_draws_the_same_schedule_and_another_seed_another() {
+    let s = scenario(ONE_BROKER);
+    for seed in [0, 1, 42, u64::MAX] {
+        assert_eq!(draw(&s, seed), draw(&s, seed), "seed {seed}");
+    }
+    let lists: Vec<Vec<FaultSpec>> = (0..10).map(|seed| draw(&s, seed).faults).collect();
+    let distinct = lists.iter().filter(|l| lists.iter().filter(|m| m == l).count() == 1).count();
+    assert!(distinct >= 9, "ten seeds gave only {distinct} distinct schedules");
+    assert!(lists.iter().all(|l| !l.is_empty()), "a seed drew no fault over 30 s of job time");
+}
+
+#[test]
+fn the_scenarios_own_faults_are_not_kept() {
+    let s = scenario(ONE_BROKER);
+    for seed in 0..10 {
+        let d = draw(&s, seed);
+        assert!(d.faults.iter().all(|f| f.name.as_deref().is_some_and(|n| n.starts_with("explore-"))), "seed {seed}");
+    }
+}
+
+#[test]
+fn every_drawn_fault_is_one_the_scenario_accepts_within_the_window() {
+    for text in [ONE_BROKER, THREE_BROKERS] {
+        let s = scenario(text);
+        let r = schedule_of(&s);
+        for seed in 0..15 {
+            let d = draw(&s, seed);
+            let mut whole = s.clone();
+            whole.faults = d.faults.clone();
+            let yaml = serde_saphyr::to_string(&whole).unwrap();
+            sinkhole_scenario::from_str(&yaml, "drawn.yaml").unwrap_or_else(|e| panic!("seed {seed}: {}", e.render()));
+            for f in &d.faults {
+                if let When::AtMs(t) = f.when {
+                    assert!(t >= r.start_ms && t <= r.end_ms, "seed {seed}: {t} outside {:?}", d.window_ms);
+                }
+                if f.kind.kind() == FaultKind::CoordinatorCrash {
+                    assert!(matches!(f.when, When::CheckpointPersisted(_)), "seed {seed}: {f:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn draws_spread_over_kinds_and_checkpoint_phases_the_cluster_can_host() {
+    let kinds_and_triggers = |text: &str| {
+        let s = scenario(text);
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut triggers = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            for f in draw(&s, seed).faults {
+                kinds.insert(f.kind.kind());
+                triggers.insert(trigger_kind(&f.when));
+            }
+        }
+        (kinds, triggers)
+    };
+    let (kinds, triggers) = kinds_and_triggers(ONE_BROKER);
+    for k in [
+        FaultKind::KillWorkers,
+        FaultKind::JobOutage,
+        FaultKind::BrokerKill,
+        FaultKind::BrokerStop,
+        FaultKind::NetPartition,
+        FaultKind::NetBlackhole,
+        FaultKind::ProtocolError,
+        FaultKind::DropNotification,
+        FaultKind::CoordinatorCrash,
+    ] {
+        assert!(kinds.contains(&k), "{k:?} never drawn on one broker: {kinds:?}");
+    }
+    // A rolling restart needs brokers to roll through.
+    assert!(!kinds.contains(&FaultKind::RollingRestart), "{kinds:?}");
+    for t in [
+        "at_ms",
+        "checkpoint_triggered",
+        "checkpoint_acked",
+        "checkpoint_persisted",
+        "checkpoint_notified",
+        "commit_started",
+        "txn_opened",
+    ] {
+        assert!(triggers.contains(t), "trigger {t} never drawn: {triggers:?}");
+    }
+    let (kinds, _) = kinds_and_triggers(THREE_BROKERS);
+    assert!(kinds.contains(&FaultKind::RollingRestart), "{kinds:?}");
+}
+
+#[test]
+fn without_the_proxy_no_network_or_protocol_fault_is_drawn() {
+    let s = scenario(&ONE_BROKER.replace("kafka: 4.4.0}", "kafka: 4.4.0, proxy: false}"));
+    for seed in 0..20 {
+        for f in draw(&s, seed).faults {
+            assert!(!f.kind.kind().needs_proxy(), "seed {seed}: {:?}", f.kind.kind());
+        }
+    }
+}
+
+fn fault(yaml: &str) -> FaultSpec {
+    let text = ONE_BROKER.replace(
+        "faults:\n  - {kind: kill-workers, target: [0], when: {at_ms: 2500}}\n",
+        &format!("faults:\n  - {yaml}\n"),
+    );
+    scenario(&text).faults.remove(0)
+}
+
+#[test]
+fn a_signature_is_mode_anomaly_kinds_and_triggers_not_times_or_targets() {
+    let a = [
+        fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}"),
+        fault("{kind: net-delay, from: [workers], to: [brokers], delay_ms: 50, when: {at_ms: 9000}, duration_ms: 500}"),
+    ];
+    let b = [
+        fault(
+            "{kind: net-delay, from: [workers], to: [broker-1], delay_ms: 200, when: {at_ms: 3000}, duration_ms: 900}",
+        ),
+        fault("{kind: kill-workers, target: all, when: {checkpoint_persisted: 7}}"),
+        fault("{kind: kill-workers, target: [1], when: {checkpoint_persisted: 9}}"),
+    ];
+    let sa = Signature::of("legacy", "lost", &a);
+    assert_eq!(sa, Signature::of("legacy", "lost", &b));
+    assert_eq!(sa.text(), "legacy: lost × kill-workers+net-delay × at_ms+checkpoint_persisted");
+    assert_ne!(sa, Signature::of("kip939", "lost", &a), "another mode is another finding");
+    assert_ne!(sa, Signature::of("legacy", "dup", &a), "another anomaly is another finding");
+    assert_ne!(sa, Signature::of("legacy", "lost", &a[..1]), "another set of kinds is another finding");
+    let c = [fault("{kind: kill-workers, target: [0], when: {checkpoint_notified: 4}}"), a[1].clone()];
+    assert_ne!(sa, Signature::of("legacy", "lost", &c), "another phase is another finding");
+    assert_eq!(Signature::of("legacy", "lost", &[]).text(), "legacy: lost × no-faults × no-faults");
+}
+
+#[test]
+fn findings_are_kept_once_per_signature_with_every_run_that_showed_them() {
+    let k = [fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}")];
+    let sig = Signature::of("legacy", "lost", &k);
+    let mut f = Findings::default();
+    assert!(f.seen(&sig, "run-1"), "a first signature is new");
+    assert_eq!(f.next_number(), 1);
+    f.push(super::findings::Finding {
+        n: 1,
+        key: sig.text(),
+        signature: sig.clone(),
+        mode: "legacy".into(),
+        seed: 7,
+        run_id: "run-1".into(),
+        path: "found/01-lost.yaml".into(),
+        words: "LOST 3 — expected clean".into(),
+        faults_before: 4,
+        faults_after: 1,
+        shrink_runs: 2,
+        shrink_stop: Some("minimal".into()),
+        not_shrunk: None,
+        runs: vec!["run-1".into()],
+    });
+    assert!(!f.seen(&sig, "run-2"));
+    assert!(!f.seen(&sig, "run-2"), "one run counts once");
+    assert_eq!(f.list[0].runs, ["run-1", "run-2"]);
+    assert!(f.seen(&Signature::of("legacy", "dup", &k), "run-3"), "another anomaly is new");
+    assert_eq!(f.next_number(), 2);
+    assert_eq!(file_name(3, "lost"), "03-lost.yaml");
+    assert_eq!(file_name(12, "G1a"), "12-g1a.yaml");
+    assert_eq!(file_name(1, "job failed/x"), "01-job-failed-x.yaml");
+}
+
+#[test]
+fn coverage_counts_each_pair_once_per_run_and_hits_for_failed_runs() {
+    let kill = fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}");
+    let kill2 = fault("{kind: kill-workers, target: [1], when: {checkpoint_persisted: 6}}");
+    let pause = fault("{kind: pause-workers, target: [0], when: {at_ms: 3000}, duration_ms: 500}");
+    let mut c = Coverage::default();
+    c.add(&[kill.clone(), kill2], true);
+    c.add(&[kill, pause.clone()], false);
+    c.add(&[pause], false);
+    let cells: Vec<(String, String, u32, u32)> =
+        c.cells().into_iter().map(|x| (x.fault_kind, x.trigger, x.runs, x.hits)).collect();
+    assert_eq!(
+        cells,
+        [
+            ("kill-workers".to_string(), "checkpoint_persisted".to_string(), 2, 1),
+            ("pause-workers".to_string(), "at_ms".to_string(), 2, 0),
+        ]
+    );
+    let text = c.render();
+    assert!(text.lines().any(|l| l.starts_with("kill-workers") && l.contains("1/2") && l.contains('-')), "{text}");
+}
+
+fn args(file: &Path) -> ExploreArgs {
+    ExploreArgs {
+        scenario: file.to_path_buf(),
+        runs: 3,
+        time: Duration::from_secs(300),
+        seed: Some(1),
+        results: "results".into(),
+        modes: vec![],
+        shrink_runs: 2,
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_what_is_wrong() {
+    let dir = std::env::temp_dir().join(format!("sinkhole-explore-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, ONE_BROKER).unwrap();
+    // Without --mode: the modes that have an expectation (at-least-once has none).
+    let ok = check(&args(&file)).unwrap();
+    assert_eq!(ok.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy", "twopc-inject"]);
+
+    let e = check(&ExploreArgs { runs: 0, ..args(&file) }).unwrap_err();
+    assert!(e.contains("--runs 0"), "{e}");
+    let e = check(&ExploreArgs { time: Duration::ZERO, ..args(&file) }).unwrap_err();
+    assert!(e.contains("--time 0"), "{e}");
+    let e = check(&ExploreArgs { scenario: dir.join("none.yaml"), ..args(&file) }).unwrap_err();
+    assert!(e.contains("none.yaml"), "{e}");
+
+    // at-least-once has no expectation: named, it is refused; a scenario with no expectation at all is.
+    let s = scenario(ONE_BROKER);
+    let mut none = s.clone();
+    none.expect.clear();
+    let e = check_scenario(none, &[], &file).unwrap_err();
+    assert!(e.contains("none of its modes (legacy, twopc-inject, at-least-once) has an expectation"), "{e}");
+    let e = check_scenario(s.clone(), &["at-least-once".into()], &file).unwrap_err();
+    assert!(e.contains("no expectation for at-least-once"), "{e}");
+    // A mode the scenario does not run, a mutant of one it does not run, a name that is no mode.
+    let e = check_scenario(s.clone(), &["kip939".into()], &file).unwrap_err();
+    assert!(e.contains("--mode kip939") && e.contains("does not run it"), "{e}");
+    let e = check_scenario(s.clone(), &["twopc-inject~drop-2pc-flag".into(), "nope".into()], &file).unwrap_err();
+    assert!(e.contains("--mode nope") && e.contains("unknown mode"), "{e}");
+    // A mutant of a mode it runs is judged by its base's expectation.
+    let ok = check_scenario(s, &["legacy~restore-off-by-one".into(), "legacy".into()], &file).unwrap();
+    assert_eq!(ok.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy~restore-off-by-one", "legacy"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn broker_faults_are_drawn_far_enough_apart_for_the_broker_to_come_back() {
+    use super::draw::BROKER_SETTLE_MS;
+    let s = scenario(THREE_BROKERS);
+    let interval = s.job.checkpoint_interval_ms;
+    let mut spaced = 0;
+    let mut pairs = 0;
+    for seed in 0..40 {
+        let d = draw(&s, seed);
+        spaced += d.spaced;
+        // A fault on checkpoint n's event was drawn within one interval after n × interval.
+        let times: Vec<(u64, u64)> = d
+            .faults
+            .iter()
+            .filter(|f| f.kind.kind().family() == sinkhole_scenario::Family::Brokers)
+            .map(|f| {
+                let t = match f.when {
+                    When::AtMs(t) => t,
+                    When::CheckpointTriggered(n)
+                    | When::CheckpointPersisted(n)
+                    | When::CheckpointNotified(n)
+                    | When::CommitStarted(n)
+                    | When::CheckpointAcked { checkpoint: n, .. }
+                    | When::TxnOpened { checkpoint: Some(n), .. } => n * interval,
+                    other => panic!("seed {seed}: {other:?}"),
+                };
+                (t, f.duration_ms.unwrap_or(0))
+            })
+            .collect();
+        for w in times.windows(2) {
+            pairs += 1;
+            let ((a, dur), (b, _)) = (w[0], w[1]);
+            assert!(b + interval >= a + dur + BROKER_SETTLE_MS, "seed {seed}: broker faults at {a} (+{dur}) and {b}");
+        }
+    }
+    assert!(spaced > 0, "no broker fault was ever left out: the test shows nothing");
+    assert!(pairs > 0, "no two broker faults in one run: the test shows nothing");
+}
+
+#[test]
+fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
+    use super::report::{render, Explored, Stop};
+    let k = [fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}")];
+    let sig = Signature::of("legacy", "lost", &k);
+    let mut cov = Coverage::default();
+    cov.add(&k, true);
+    let e = Explored {
+        scenario: "s".into(),
+        source: "s.yaml".into(),
+        dir: "results/explore-x".into(),
+        modes: vec!["legacy".into()],
+        first_seed: 7,
+        runs_budget: 3,
+        time_budget_ms: 60_000,
+        shrink_runs: 2,
+        stop: Stop::Time,
+        wall_ms: 61_000,
+        runs_done: 2,
+        inconclusive: 1,
+        rig_errors: 0,
+        findings: vec![super::findings::Finding {
+            n: 1,
+            key: sig.text(),
+            signature: sig,
+            mode: "legacy".into(),
+            seed: 8,
+            run_id: "s-1-8".into(),
+            path: "results/explore-x/found/01-lost.yaml".into(),
+            words: "LOST 3 — expected clean".into(),
+            faults_before: 4,
+            faults_after: 1,
+            shrink_runs: 2,
+            shrink_stop: Some("minimal".into()),
+            not_shrunk: None,
+            runs: vec!["s-1-8".into(), "s-2-9".into()],
+        }],
+        coverage: cov.cells(),
+        coverage_text: cov.render(),
+        runs: vec![],
+    };
+    let t = render(&e);
+    assert!(t.starts_with("2 runs of s in 1m01s (the time budget ran out): 1 finding(s), 1 inconclusive"), "{t}");
+    assert!(t.contains("01  legacy: lost × kill-workers × checkpoint_persisted"), "{t}");
+    assert!(
+        t.contains("seed 8, seen in 2 run(s), faults 4 → 1 (shrunk in 2 run(s)): results/explore-x/found/01-lost.yaml"),
+        "{t}"
+    );
+    assert!(t.lines().any(|l| l.starts_with("kill-workers") && l.ends_with("1/1")), "{t}");
+}
+
+#[test]
+fn protocol_faults_wait_for_a_checkpoint_event_on_any_init_id_and_no_two_faults_share_one() {
+    let s = scenario(ONE_BROKER);
+    let (mut protocol, mut inits) = (0, 0);
+    for seed in 0..30 {
+        let d = draw(&s, seed);
+        let mut events = Vec::new();
+        for f in &d.faults {
+            if f.kind.kind().family() == sinkhole_scenario::Family::Protocol {
+                protocol += 1;
+                assert_ne!(trigger_kind(&f.when), "at_ms", "seed {seed}: {f:?}");
+                let init = f.kind.apis().is_some_and(|a| a.iter().any(|a| a == "InitProducerId"));
+                inits += usize::from(init);
+                assert!(
+                    !init || f.kind.transactional_id().is_none(),
+                    "seed {seed}: one subtask's InitProducerId: {f:?}"
+                );
+            }
+            if let Some(n) = match f.when {
+                When::AtMs(_) => None,
+                When::CheckpointTriggered(n)
+                | When::CheckpointPersisted(n)
+                | When::CheckpointNotified(n)
+                | When::CommitStarted(n)
+                | When::CheckpointAcked { checkpoint: n, .. }
+                | When::TxnOpened { checkpoint: Some(n), .. } => Some(n),
+                other => panic!("seed {seed}: {other:?}"),
+            } {
+                assert!(!events.contains(&n), "seed {seed}: two faults on checkpoint {n}");
+                events.push(n);
+            }
+        }
+    }
+    assert!(protocol > 0 && inits > 0, "no protocol fault on InitProducerId drawn: the test shows nothing");
+}

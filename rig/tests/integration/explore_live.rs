@@ -1,0 +1,64 @@
+//! `sinkhole explore` end to end on real Kafka 4.4.0: one run of a small scenario with a
+//! seed whose schedule restores the job, under the mutant that rewinds one record too far,
+//! so the run must be a finding: saved as found/01-lost.yaml with its seed, in explore.json
+//! with its signature, the schedule the binary ran the one the library draws for that seed.
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use sinkhole_rig::explore::draw::draw;
+use sinkhole_scenario::{Family, FaultKind};
+
+#[test]
+fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
+    let _turn = common::serial();
+    common::dist("4.4.0");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/explore-tiny.yaml");
+    let s = sinkhole_scenario::load(&file).unwrap_or_else(|e| panic!("{}", e.render()));
+    // A seed whose faults restore the job (a worker kill, an outage or a coordinator crash)
+    // and touch no broker (a broker's restart is slow next to a six-second job).
+    let restores =
+        |k: FaultKind| matches!(k, FaultKind::KillWorkers | FaultKind::JobOutage | FaultKind::CoordinatorCrash);
+    let seed = (0..200)
+        .find(|seed| {
+            let f = draw(&s, *seed).faults;
+            f.iter().any(|f| restores(f.kind.kind())) && f.iter().all(|f| f.kind.kind().family() != Family::Brokers)
+        })
+        .expect("a seed that restores the job");
+    let results = common::test_dir("explore");
+    let out = Command::new(common::bin())
+        .arg("explore")
+        .arg(&file)
+        .args(["--mode", "legacy~restore-off-by-one", "--runs", "1", "--time", "5m", "--shrink-runs", "0"])
+        .args(["--seed", &seed.to_string(), "--results"])
+        .arg(&results)
+        .output()
+        .expect("run sinkhole explore");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(1), "a finding exits 1");
+    assert!(stderr.contains("explore: run 1/1 [") && stderr.contains("findings so far 1"), "{stderr}");
+    let dir = std::fs::read_dir(&results).unwrap().next().unwrap().unwrap().path();
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("explore.json")).unwrap()).unwrap();
+    assert_eq!(e["schema_version"], 1, "provenance first");
+    assert_eq!((e["runs_done"].as_u64(), e["inconclusive"].as_u64()), (Some(1), Some(0)), "{e}");
+    let f = &e["findings"][0];
+    assert_eq!(f["signature"]["mode"], "legacy~restore-off-by-one", "{f}");
+    assert_eq!(f["signature"]["anomaly"], "lost", "{f}");
+    assert_eq!(f["seed"].as_u64(), Some(seed));
+    assert_eq!(f["not_shrunk"], "--shrink-runs 0");
+    let found = dir.join("found/01-lost.yaml");
+    assert_eq!(Path::new(f["path"].as_str().unwrap()), found);
+    let text = std::fs::read_to_string(&found).unwrap();
+    assert!(text.contains(&format!("# seed: {seed}\n")) && text.contains("--seed"), "{text}");
+    let saved = sinkhole_scenario::load(&found).unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(saved.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy~restore-off-by-one"]);
+    // The binary ran what the library draws for the seed.
+    let ran = sinkhole_scenario::load(&dir.join("schedules/run-001.yaml")).unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(ran.faults, draw(&s, seed).faults);
+    assert_eq!(saved.faults, ran.faults, "not shrunk: the run's faults");
+    assert!(e["coverage"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["hits"] == c["runs"])), "{e}");
+}
