@@ -75,21 +75,8 @@ pub async fn check_mode_keeping_history(spec: &CheckSpec) -> Result<(CheckReport
 }
 
 /// The live readers' check: `readers.jsonl` against the saved drain (`drained.bin`) and the
-/// history; None when the run had no readers. The same online, right after the drain, and
-/// offline (`sinkhole check`).
-pub fn check_reads_in(dir: &ModeDir, history: Option<&Path>) -> Result<Option<ReadReport>, CheckerError> {
-    if !dir.reads().exists() {
-        return Ok(None);
-    }
-    let events = match history {
-        Some(h) if h.exists() => sinkhole_history::read(h)?.events,
-        _ => Vec::new(),
-    };
-    check_reads_with(dir, &events)
-}
-
-/// [`check_reads_in`] with the history's events already read (by the output's check, online or
-/// offline): the history is parsed once per check.
+/// history's events, already read by the output's check (online, or offline by `sinkhole check`),
+/// so the history is parsed once per check; None when the run had no readers.
 pub fn check_reads_with(dir: &ModeDir, events: &[Event]) -> Result<Option<ReadReport>, CheckerError> {
     let path = dir.reads();
     if !path.exists() {
