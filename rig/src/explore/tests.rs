@@ -154,6 +154,27 @@ fn a_signature_is_mode_anomaly_kinds_and_triggers_not_times_or_targets() {
     assert_eq!(Signature::of("legacy", "lost", &[]).text(), "legacy: lost × no-faults × no-faults");
 }
 
+/// Finding 1 of `sig` (a legacy mode's LOST 3, shrunk from 4 faults to 1 in 2 runs), first seen
+/// in `runs[0]` with `seed`, saved at `path`.
+fn finding(sig: &Signature, seed: u64, path: &str, runs: &[&str]) -> super::findings::Finding {
+    super::findings::Finding {
+        n: 1,
+        key: sig.text(),
+        signature: sig.clone(),
+        mode: sig.mode.clone(),
+        seed,
+        run_id: runs[0].into(),
+        path: path.into(),
+        words: "LOST 3 — expected clean".into(),
+        faults_before: 4,
+        faults_after: 1,
+        shrink_runs: 2,
+        shrink_stop: Some("minimal".into()),
+        not_shrunk: None,
+        runs: runs.iter().map(|r| r.to_string()).collect(),
+    }
+}
+
 #[test]
 fn findings_are_kept_once_per_signature_with_every_run_that_showed_them() {
     let k = [fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}")];
@@ -161,22 +182,7 @@ fn findings_are_kept_once_per_signature_with_every_run_that_showed_them() {
     let mut f = Findings::default();
     assert!(f.seen(&sig, "run-1"), "a first signature is new");
     assert_eq!(f.next_number(), 1);
-    f.push(super::findings::Finding {
-        n: 1,
-        key: sig.text(),
-        signature: sig.clone(),
-        mode: "legacy".into(),
-        seed: 7,
-        run_id: "run-1".into(),
-        path: "found/01-lost.yaml".into(),
-        words: "LOST 3 — expected clean".into(),
-        faults_before: 4,
-        faults_after: 1,
-        shrink_runs: 2,
-        shrink_stop: Some("minimal".into()),
-        not_shrunk: None,
-        runs: vec!["run-1".into()],
-    });
+    f.push(finding(&sig, 7, "found/01-lost.yaml", &["run-1"]));
     assert!(!f.seen(&sig, "run-2"));
     assert!(!f.seen(&sig, "run-2"), "one run counts once");
     assert_eq!(f.list[0].runs, ["run-1", "run-2"]);
@@ -317,22 +323,7 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         runs_done: 2,
         inconclusive: 1,
         rig_errors: 0,
-        findings: vec![super::findings::Finding {
-            n: 1,
-            key: sig.text(),
-            signature: sig,
-            mode: "legacy".into(),
-            seed: 8,
-            run_id: "s-1-8".into(),
-            path: "results/explore-x/found/01-lost.yaml".into(),
-            words: "LOST 3 — expected clean".into(),
-            faults_before: 4,
-            faults_after: 1,
-            shrink_runs: 2,
-            shrink_stop: Some("minimal".into()),
-            not_shrunk: None,
-            runs: vec!["s-1-8".into(), "s-2-9".into()],
-        }],
+        findings: vec![finding(&sig, 8, "results/explore-x/found/01-lost.yaml", &["s-1-8", "s-2-9"])],
         coverage: cov.cells(),
         coverage_text: cov.render(),
         runs: vec![],
