@@ -44,6 +44,7 @@ pub mod config;
 #[cfg(feature = "containers")]
 pub mod containers;
 pub mod external;
+pub mod jvm;
 pub mod lifecycle;
 pub mod local;
 pub mod lookup;

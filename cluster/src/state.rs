@@ -21,6 +21,11 @@ use serde::{Deserialize, Serialize};
 use super::local::{LocalCluster, LocalNodeRecord};
 use super::Intent;
 use sinkhole_install::KafkaDist;
+use sinkhole_scenario::Jit;
+
+fn tiered() -> Jit {
+    Jit::Tiered
+}
 
 pub const STATE_FILE: &str = "cluster.json";
 
@@ -33,6 +38,10 @@ pub struct ClusterState {
     pub cluster_id: String,
     pub dir: PathBuf,
     pub heap: String,
+    /// The brokers' JIT compilers; a state file from before this field was written ran the
+    /// JVM's default (`tiered`), and its restarts keep it.
+    #[serde(default = "tiered")]
+    pub jit: Jit,
     pub broker_config: BTreeMap<String, String>,
     pub nodes: Vec<LocalNodeRecord>,
     pub created_unix_ms: u64,
@@ -132,6 +141,7 @@ impl ClusterState {
         let cluster_id = cluster.cluster_id.clone();
         let dir = cluster.dir.clone();
         let heap = cluster.heap.clone();
+        let jit = cluster.jit;
         let broker_config = cluster.broker_config.clone();
         let nodes = cluster.detach();
         ClusterState {
@@ -141,6 +151,7 @@ impl ClusterState {
             cluster_id,
             dir,
             heap,
+            jit,
             broker_config,
             nodes,
             created_unix_ms: std::time::SystemTime::now()
@@ -156,6 +167,7 @@ impl ClusterState {
             self.cluster_id.clone(),
             self.dir.clone(),
             self.heap.clone(),
+            self.jit,
             self.broker_config.clone(),
             self.nodes.clone(),
         )
@@ -225,6 +237,7 @@ mod tests {
             cluster_id: "x".into(),
             dir: dir.to_path_buf(),
             heap: "512m".into(),
+            jit: Jit::C1,
             broker_config: BTreeMap::new(),
             nodes,
             created_unix_ms: 0,
@@ -233,6 +246,15 @@ mod tests {
 
     fn rec(process: Option<ProcessId>, intent: Intent) -> LocalNodeRecord {
         LocalNodeRecord { addr: NodeAddrRecord { node_id: 1, broker_port: 1, controller_port: 2 }, process, intent }
+    }
+
+    #[test]
+    fn a_state_file_from_before_jit_keeps_the_jvms_default() {
+        let mut v = serde_json::to_value(state(Path::new("/d"), vec![])).unwrap();
+        assert_eq!(v["jit"], "c1");
+        v.as_object_mut().unwrap().remove("jit");
+        let old: ClusterState = serde_json::from_value(v).unwrap();
+        assert_eq!(old.jit, Jit::Tiered, "its brokers ran tiered: a restart keeps that");
     }
 
     #[test]

@@ -132,6 +132,9 @@ pub struct ClusterSpec {
     /// security and node-control commands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalSpec>,
+    /// How the brokers' JVMs compile hot code (`jit`): `c1` (default) or `tiered`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub jit: Jit,
 }
 
 fn is_default<T: Default + PartialEq>(t: &T) -> bool {
@@ -147,6 +150,36 @@ pub enum Backend {
     /// An existing cluster: the rig starts nothing, acts on nodes through
     /// `cluster.external.commands` (see [`external`]).
     External,
+}
+
+/// The just-in-time compilers a broker JVM the rig starts may use (local and containers
+/// backends; an external cluster's JVMs are its owner's).
+///
+/// The rig's brokers live for seconds to minutes on machines as small as two cores, beside the
+/// workers and the nemesis whose timing the verdicts judge. HotSpot's default (tiered: C1, then
+/// C2 for the hottest methods) spends most of a short broker's CPU on C2 compilations that only
+/// pay back in long runs. `c1` stops at the first tier (`-XX:TieredStopAtLevel=1`): the same
+/// bytecode, the same Kafka semantics, a third less CPU in a run (measured on the FLIP-319
+/// scenario: 27.2 → 19.2 CPU-s of 29 s). `tiered` is the JVM's default, for long runs whose
+/// figure is the broker's own speed (`scenarios/throughput.yaml`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Jit {
+    #[default]
+    C1,
+    Tiered,
+}
+
+impl std::str::FromStr for Jit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Jit, String> {
+        match s {
+            "c1" => Ok(Jit::C1),
+            "tiered" => Ok(Jit::Tiered),
+            other => Err(format!("{other:?}: use c1 or tiered")),
+        }
+    }
 }
 
 /// ACLs for the sink's principal (`User:sink`); the rig's own tools are super users.

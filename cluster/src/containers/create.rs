@@ -127,7 +127,7 @@ impl ContainersCluster {
         let _ = fs::create_dir_all(ClusterDir::at(&self.dir).node(id));
         let _ = fs::write(ClusterDir::at(&self.dir).node_properties(id), &props);
         let req = self
-            .container_request(&node, owner, &spec.heap)
+            .container_request(&node, owner, spec)
             .with_env_var("SINKHOLE_SERVER_PROPERTIES", props)
             .with_startup_timeout(Duration::from_secs(120));
         let container = match req.start().await {
@@ -151,7 +151,12 @@ impl ContainersCluster {
 
     /// The container of `node` on the run's network, labelled with the run, its owner and the
     /// node, its `EXTERNAL` listener published on the node's host port.
-    fn container_request(&self, node: &NewNode<'_>, owner: &str, heap: &str) -> ContainerRequest<GenericImage> {
+    fn container_request(
+        &self,
+        node: &NewNode<'_>,
+        owner: &str,
+        spec: &ContainersSpec,
+    ) -> ContainerRequest<GenericImage> {
         let (repo, tag) = split_image(&self.image);
         let bind_port = node.host_port.to_string();
         GenericImage::new(repo, tag)
@@ -168,7 +173,8 @@ impl ContainersCluster {
             .with_env_var("PATH", "/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
             .with_env_var("SINKHOLE_CLUSTER_ID", self.cluster_id.clone())
             .with_env_var("SINKHOLE_NODE_ID", node.id.to_string())
-            .with_env_var("SINKHOLE_HEAP", heap)
+            .with_env_var("SINKHOLE_HEAP", spec.heap.clone())
+            .with_env_var("SINKHOLE_JVM_OPTS", crate::jvm::broker_options(spec.jit).join(" "))
             // Podman 4.3 reports an empty HostIp for a binding to all addresses, which
             // testcontainers cannot read back, and a 0.0.0.0 binding makes netavark write a
             // DNAT rule that hangs connections: publish on loopback, on the port picked.

@@ -45,6 +45,7 @@ use std::time::Duration;
 
 use sinkhole_base::rundir::ClusterDir;
 use sinkhole_faults::proxy::Proxy;
+use sinkhole_scenario::Jit;
 use testcontainers::bollard::Docker;
 use testcontainers::{ContainerAsync, GenericImage};
 
@@ -80,6 +81,8 @@ pub struct ContainersSpec {
     pub broker_config: BTreeMap<String, String>,
     /// JVM max heap, e.g. "512m".
     pub heap: String,
+    /// The brokers' JIT compilers ([`crate::jvm`]).
+    pub jit: Jit,
     /// The cluster's directory on the host: `node-<id>/server.log` is collected here.
     pub dir: PathBuf,
     /// The run id, the value of the `sinkhole.run` label.
@@ -105,6 +108,7 @@ impl ContainersSpec {
             image: None,
             broker_config: BTreeMap::new(),
             heap: "512m".into(),
+            jit: Jit::default(),
             dir,
             run_id: run_id.to_string(),
             ready_timeout: Duration::from_secs(120),

@@ -52,7 +52,8 @@ pub fn render(node_id: i32, names: &[(i32, String)], host_port: u16, overrides: 
 
 /// The container's command: write the configuration, format the storage (a no-op when it is
 /// formatted, so a restarted container keeps its data), exec the broker with the JVM options
-/// `kafka-run-class.sh` uses. Works in `localhost/sinkhole-kafka` and in `apache/kafka` (both
+/// of [`crate::jvm::broker_options`] (`$SINKHOLE_JVM_OPTS`: words without spaces, split by the
+/// shell). Works in `localhost/sinkhole-kafka` and in `apache/kafka` (both
 /// have `/opt/kafka/libs` and `java` on PATH).
 pub(super) const ENTRY_SCRIPT: &str = r#"set -e
 printf '%s\n' "$SINKHOLE_SERVER_PROPERTIES" > /tmp/server.properties
@@ -60,7 +61,7 @@ L=/opt/kafka/config/sinkhole-log4j2.xml
 [ -f "$L" ] || L=/opt/kafka/config/log4j2.yaml
 java -Xmx256m "-Dlog4j2.configurationFile=$L" -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format --ignore-formatted -t "$SINKHOLE_CLUSTER_ID" -c /tmp/server.properties
 echo "sinkhole: storage of node $SINKHOLE_NODE_ID formatted; starting the broker"
-exec java "-Xmx$SINKHOLE_HEAP" -Xms128m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true "-Dlog4j2.configurationFile=$L" -Dkafka.logs.dir=/tmp/kafka-logs -cp '/opt/kafka/libs/*' kafka.Kafka /tmp/server.properties
+exec java "-Xmx$SINKHOLE_HEAP" -Xms128m $SINKHOLE_JVM_OPTS "-Dlog4j2.configurationFile=$L" -Dkafka.logs.dir=/tmp/kafka-logs -cp '/opt/kafka/libs/*' kafka.Kafka /tmp/server.properties
 "#;
 
 /// `name[:tag]` → (name, tag); a missing tag is `latest`.

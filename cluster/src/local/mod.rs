@@ -37,6 +37,7 @@ use super::{new_cluster_id, BoxFuture, Cluster, ClusterError, Intent, SinkListen
 use sinkhole_base::procs::{self, Lifetime};
 use sinkhole_base::rundir::{names, ClusterDir};
 use sinkhole_install::KafkaDist;
+use sinkhole_scenario::Jit;
 
 pub mod cds;
 mod process;
@@ -73,6 +74,8 @@ pub struct LocalSpec {
     pub broker_config: BTreeMap<String, String>,
     /// JVM max heap, e.g. "512m".
     pub heap: String,
+    /// The brokers' JIT compilers ([`crate::jvm`]).
+    pub jit: Jit,
     pub base_port: Option<u16>,
     /// The cluster's directory (node directories are made inside it).
     pub dir: PathBuf,
@@ -104,6 +107,7 @@ impl LocalSpec {
             dist,
             broker_config: BTreeMap::new(),
             heap: "512m".into(),
+            jit: Jit::default(),
             base_port: None,
             dir,
             lifetime: Lifetime::Owned,
@@ -136,6 +140,7 @@ pub struct LocalCluster {
     pub dir: PathBuf,
     pub dist: KafkaDist,
     pub heap: String,
+    pub jit: Jit,
     pub broker_config: BTreeMap<String, String>,
     pub lifetime: Lifetime,
     pub nodes: Vec<LocalNode>,
@@ -196,6 +201,7 @@ impl LocalCluster {
             dir: spec.dir.clone(),
             dist: spec.dist.clone(),
             heap: spec.heap.clone(),
+            jit: spec.jit,
             broker_config: spec.broker_config.clone(),
             lifetime: spec.lifetime,
             nodes,
@@ -300,6 +306,7 @@ impl LocalCluster {
         cluster_id: String,
         dir: PathBuf,
         heap: String,
+        jit: Jit,
         broker_config: BTreeMap<String, String>,
         records: Vec<LocalNodeRecord>,
     ) -> LocalCluster {
@@ -321,6 +328,7 @@ impl LocalCluster {
             dir,
             dist,
             heap,
+            jit,
             broker_config,
             lifetime: Lifetime::Detached,
             nodes,

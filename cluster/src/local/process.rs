@@ -94,9 +94,7 @@ impl LocalCluster {
         let mut cmd = Command::new(self.dist.java());
         cmd.arg(format!("-Xmx{}", self.heap))
             .arg("-Xms128m")
-            // As kafka-run-class.sh does for the broker.
-            .args(["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35"])
-            .args(["-XX:+ExplicitGCInvokesConcurrent", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"])
+            .args(crate::jvm::broker_options(self.jit))
             .args(self.class_archive.jvm_args())
             .arg(format!("-Dlog4j2.configurationFile={}", self.dist.log4j_config().display()))
             .arg(format!("-Dkafka.logs.dir={}", node.dir.join(names::NODE_LOGS).display()))

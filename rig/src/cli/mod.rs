@@ -182,6 +182,7 @@ pub fn spec_from(shape: &ClusterShape, dist: KafkaDist, dir: PathBuf) -> Result<
     spec.broker_config = parse_overrides(&shape.broker_config).map_err(bad)?;
     spec.base_port = shape.base_port;
     spec.heap = shape.heap.clone();
+    spec.jit = shape.jit;
     spec.ready_timeout = Duration::from_secs(shape.ready_timeout);
     if let Some(p) = shape.base_port {
         // Occupied ports are the user's input: check before any JVM starts.

@@ -45,6 +45,7 @@ pub async fn run(p: ProbeArgs) -> Result<(), Failure> {
             broker_config: p.broker_config.clone(),
             base_port: None,
             heap: "512m".into(),
+            jit: sinkhole_scenario::Jit::C1,
             ready_timeout: 120,
         };
         let mut spec = spec_from(&shape, dist, dir)?;

@@ -13,7 +13,7 @@ use sinkhole_cluster::containers::{ContainersCluster, ContainersSpec};
 use sinkhole_cluster::external::ExternalCluster;
 use sinkhole_cluster::local::{LocalCluster, LocalSpec};
 use sinkhole_cluster::{Cluster, ClusterError, ClusterNodes};
-use sinkhole_scenario::Backend;
+use sinkhole_scenario::{Backend, Jit};
 
 /// Starts the scenario's cluster on its backend: local JVMs, or containers (see
 /// [`sinkhole_cluster::containers`]); the containers' logs go to `cluster/node-<id>/server.log`.
@@ -31,6 +31,7 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
             progress(&format!("starting {} broker(s) of Kafka {} …", s.cluster.brokers, s.cluster.kafka));
             let mut spec = LocalSpec::new(dist, s.cluster.brokers, plan.dir.cluster().path().to_path_buf());
             spec.broker_config = broker_config(s);
+            spec.jit = s.cluster.jit;
             spec.remove_dir_on_teardown = false;
             // Network and protocol faults act through the proxy (cluster.proxy, default: when one needs it).
             if s.needs_proxy() {
@@ -58,6 +59,9 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
             }
             if !s.cluster.broker_config.is_empty() {
                 progress("cluster.broker_config is not applied: the rig did not start this cluster");
+            }
+            if s.cluster.jit != Jit::default() {
+                progress("cluster.jit is not applied: the rig did not start this cluster");
             }
             progress(&format!("connecting to the external cluster at {} …", spec.bootstrap.join(",")));
             let seed = s.needs_proxy().then_some(plan.seed);
@@ -89,6 +93,7 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
             );
             spec.image = s.cluster.image.clone();
             spec.broker_config = broker_config(s);
+            spec.jit = s.cluster.jit;
             if s.needs_proxy() {
                 spec.proxy = Some(plan.seed);
             }

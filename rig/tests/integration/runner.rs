@@ -48,6 +48,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
             image: None,
             authorizer: None,
             external: None,
+            jit: Default::default(),
         },
         topic: TopicSpec { partitions: 3, replication_factor: 1, min_insync_replicas: None },
         job: JobSpec {

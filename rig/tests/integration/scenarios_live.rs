@@ -3,7 +3,7 @@
 //! - flip319-long-outage: legacy loses records (its committable dropped),
 //!   twopc-inject is clean, kip939 is clean or inconclusive with the broker's
 //!   exact refusal; run side by side (the default) and one mode after
-//!   another (`--sequential`), the verdicts agree;
+//!   another (`--sequential`, legacy and twopc-inject), the verdicts agree;
 //! - flip319-short-outage: the same outage below the transaction timeout
 //!   leaves every transactional mode clean;
 //! - kill-restore: kills, pauses and a coordinator restart: the two-phase
@@ -130,10 +130,17 @@ fn flip319_long_outage_legacy_loses_twopc_inject_does_not() {
     assert!(p["evidence"].as_str().unwrap().contains("Ongoing"), "{p}");
     assert_eq!(r.summary["side_by_side"], true, "the modes ran at once by default");
 
-    // The same scenario and seed, one mode after another: the same verdicts.
-    let seq = run_scenario_with("flip319-long-outage.yaml", 319, &["--sequential"]);
+    // The same scenario and seed, one mode after another: the same verdicts, for the mode that
+    // loses and the one that does not. kip939's verdict on a 4.4.0 broker is the broker's
+    // refusal of InitProducerId v6, which no order of the modes changes: a third run of it here
+    // would cost 16 s and show nothing new about --sequential.
+    let seq = run_scenario_with(
+        "flip319-long-outage.yaml",
+        319,
+        &["--sequential", "--mode", "legacy", "--mode", "twopc-inject"],
+    );
     assert_eq!(seq.summary["side_by_side"], false);
-    for mode in ["legacy", "twopc-inject", "kip939"] {
+    for mode in ["legacy", "twopc-inject"] {
         let (a, b) = (r.mode(mode), seq.mode(mode));
         assert_eq!(a["outcome"], b["outcome"], "{mode}: side by side {a} vs sequential {b}");
         assert_eq!(a["expected_met"], b["expected_met"], "{mode}: side by side {a} vs sequential {b}");

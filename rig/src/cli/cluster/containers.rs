@@ -40,6 +40,7 @@ pub async fn up(
     let mut spec = ContainersSpec::new(&v[0], shape.nodes, dir, &format!("cluster-{name}"));
     spec.broker_config = parse_overrides(&shape.broker_config).map_err(bad)?;
     spec.heap = shape.heap.clone();
+    spec.jit = shape.jit;
     spec.ready_timeout = Duration::from_secs(shape.ready_timeout);
     spec.image = image;
     spec.detached = true;
