@@ -35,6 +35,10 @@ pub enum SinkMode {
     /// Apache Flink's own `KafkaSink` (flink-connector-kafka, `EXACTLY_ONCE`) on a real Flink
     /// cluster: the rig's Flink subject. No `sinkhole worker` runs it.
     FlinkKafkasink,
+    /// The rig's transactional producer used as an application uses Kafka's Java producer: one
+    /// transactional id per subtask for every transaction, committing at the checkpoint itself
+    /// (one phase). A negative control, and the shape KAFKA-17754 needs.
+    PlainTxn,
     /// A faithful mode ([`Mutant::base`]) with one deliberate deviation. Never
     /// in [`SinkMode::ALL`]: a mutant runs only where it is named.
     Mutant(Mutant),
@@ -42,18 +46,19 @@ pub enum SinkMode {
 
 impl SinkMode {
     /// The faithful modes. Mutants are not modes a scenario runs by default.
-    pub const ALL: [SinkMode; 6] = [
+    pub const ALL: [SinkMode; 7] = [
         SinkMode::Legacy,
         SinkMode::Kip939,
         SinkMode::TwopcInject,
         SinkMode::RdkafkaTxn,
         SinkMode::AtLeastOnce,
         SinkMode::FlinkKafkasink,
+        SinkMode::PlainTxn,
     ];
 
     /// The names of [`SinkMode::ALL`], in order.
-    pub const NAMES: [&'static str; 6] =
-        ["legacy", "kip939", "twopc-inject", "rdkafka-txn", "at-least-once", "flink-kafkasink"];
+    pub const NAMES: [&'static str; 7] =
+        ["legacy", "kip939", "twopc-inject", "rdkafka-txn", "at-least-once", "flink-kafkasink", "plain-txn"];
 
     pub fn name(&self) -> &'static str {
         match self {
@@ -63,6 +68,7 @@ impl SinkMode {
             SinkMode::RdkafkaTxn => Self::NAMES[3],
             SinkMode::AtLeastOnce => Self::NAMES[4],
             SinkMode::FlinkKafkasink => Self::NAMES[5],
+            SinkMode::PlainTxn => Self::NAMES[6],
             SinkMode::Mutant(m) => m.name(),
         }
     }

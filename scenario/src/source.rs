@@ -210,7 +210,7 @@ pub(super) fn validate(s: &Scenario) -> Vec<(Vec<Seg>, String)> {
     for (i, m) in s.modes.iter().enumerate() {
         if !SHARE_MODES.contains(m) {
             let why = match m {
-                SinkMode::RdkafkaTxn => {
+                SinkMode::RdkafkaTxn | SinkMode::PlainTxn => {
                     "its point is the replay of a rewound source after a one-phase commit, and a share group rewinds \
                      nothing (at-least-once is the negative control here)"
                 }

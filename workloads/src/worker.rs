@@ -369,6 +369,12 @@ impl Worker {
             Input::Generated(_) => vec![],
         };
         self.forward_input_events(&mut at.source).await?;
+        if let Some(tid) = at.sink.commits_at_barrier() {
+            // A one-phase sink commits inside `precommit`: its commit starts now, on the
+            // history's clock, before any reader can see what it commits.
+            let event = EventKind::CommitStarted { transactional_id: tid, checkpoint: id, restored: false };
+            self.send(FromWorker::Event { event }).await?;
+        }
         let result = at.sink.precommit(id).await;
         let pre = match result {
             Ok(p) => p,

@@ -14,6 +14,10 @@
 //! disconnect in a run; the job stalls, recovers and stays exactly once.
 //!
 //! They judge verdicts whose faults fire on time, so this binary runs alone in `make test`.
+//! Inside it, the FLIP-319 run has the machine to itself (its verdicts rest on an outage
+//! outlasting the transaction timeout and on kills landing after checkpoint 3), while the other
+//! two run side by side: each spends most of its time waiting on the producer's 30 s request
+//! timeout (a dropped EndTxn answer, a node cut off), not on the CPU ([`ALONE`]).
 //! Without an engine the tests print why and return (see containers_live.rs).
 #![allow(clippy::await_holding_lock)]
 use crate::common;
@@ -22,9 +26,15 @@ use std::path::Path;
 
 use serde_json::Value;
 
+/// Write: the FLIP-319 run, alone; read: the two runs that wait on request timeouts, together.
+static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_flip319_long_outage_same_verdicts_as_local_and_nothing_left() {
-    let Some(_turn) = common::containers::turn("containers_flip319_…").await else { return };
+    let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
+    if !common::containers::ready_to_run("containers_flip319_…").await {
+        return;
+    }
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/flip319-long-outage.yaml");
     let (out, results, dir) =
         common::containers::run_on_containers("containers-flip319", scenario, &["--seed", "319"]).await;
@@ -91,7 +101,10 @@ fn fault_ended(history: &Path) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_endtxn_response_dropped() {
-    let Some(_turn) = common::containers::turn("containers_endtxn_response_dropped").await else { return };
+    let _side_by_side = ALONE.read().unwrap_or_else(|e| e.into_inner());
+    if !common::containers::ready_to_run("containers_endtxn_response_dropped").await {
+        return;
+    }
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/endtxn-response-dropped.yaml");
     let (out, results, dir) = common::containers::run_on_containers(
         "containers-endtxn",
@@ -127,7 +140,10 @@ async fn containers_endtxn_response_dropped() {
 /// recovers, and stays exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_blackhole_disconnects_the_node() {
-    let Some(_turn) = common::containers::turn("containers_blackhole_disconnects_the_node").await else { return };
+    let _side_by_side = ALONE.read().unwrap_or_else(|e| e.into_inner());
+    if !common::containers::ready_to_run("containers_blackhole_disconnects_the_node").await {
+        return;
+    }
     let scenario = common::test_dir("containers-blackhole-scenario").with_extension("yaml");
     std::fs::write(
         &scenario,

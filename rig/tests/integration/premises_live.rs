@@ -1,5 +1,8 @@
-//! Default premises end to end, by the real binary against Kafka 4.4.0: the
-//! cases a nightly must not call a failure of the sink.
+//! Premises end to end, by the real binary against Kafka 4.4.0: the cases a
+//! nightly must not call a failure of the sink.
+//! - FLIP-319 with its premise written (`tests/data/flip319-slow-abort-scan.yaml`) on a broker
+//!   whose abort scan (60 s) is slower than the outage: inconclusive with the unmet premise,
+//!   exit 0;
 //! - FLIP-319 written without a `premise:` block, on a broker whose abort
 //!   scan is slower than the outage: the broker never aborts checkpoint 3's
 //!   transactions, legacy loses nothing, and its verdict is inconclusive with
@@ -15,22 +18,30 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// Runs a fixture of `tests/data` with legacy; its run directory and legacy's verdict.
+/// Runs a fixture of `tests/data` whose legacy premise is a default; its run directory and
+/// legacy's verdict.
 fn run(fixture: &str, seed: u64) -> (PathBuf, Value) {
+    let (dir, v, stderr) = run_legacy(fixture, seed);
+    assert!(stderr.contains("legacy: premise ") && stderr.contains(" by default ("), "the run says so: {stderr}");
+    (dir, v)
+}
+
+/// Runs a fixture of `tests/data` in legacy mode, which must exit 0; its run directory,
+/// legacy's verdict and the run's stderr.
+fn run_legacy(fixture: &str, seed: u64) -> (PathBuf, Value, String) {
     common::dist("4.4.0");
     let results = common::test_dir(&format!("premises-{seed}"));
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(fixture);
     let out = Command::new(common::bin())
         .arg("run")
         .arg(&file)
-        .args(["--seed", &seed.to_string(), "--results"])
+        .args(["--mode", "legacy", "--seed", &seed.to_string(), "--results"])
         .arg(&results)
         .output()
         .expect("run sinkhole");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     eprintln!("{fixture}:\n{}{stderr}", String::from_utf8_lossy(&out.stdout));
     assert_eq!(out.status.code(), Some(0), "inconclusive is not a failure: {stderr}");
-    assert!(stderr.contains("legacy: premise ") && stderr.contains(" by default ("), "the run says so: {stderr}");
     let dir = std::fs::read_dir(&results)
         .unwrap()
         .flatten()
@@ -38,7 +49,21 @@ fn run(fixture: &str, seed: u64) -> (PathBuf, Value) {
         .find(|p| p.join("summary.json").exists())
         .unwrap_or_else(|| panic!("no summary.json: {stderr}"));
     let v = serde_json::from_str(&std::fs::read_to_string(dir.join("legacy/verdict.json")).unwrap()).unwrap();
-    (dir, v)
+    (dir, v, stderr)
+}
+
+/// FLIP-319 with the broker's abort scan at 60 s: the broker never aborts checkpoint 3's
+/// transactions during the outage and legacy loses nothing. Not the sink's fault: inconclusive
+/// with the premise the file writes, unmet, exit 0.
+#[test]
+fn flip319_with_a_slow_abort_scan_is_inconclusive_not_a_failure_of_legacy() {
+    let _turn = common::serial();
+    let (_dir, v, _) = run_legacy("flip319-slow-abort-scan.yaml", 318);
+    assert_eq!(v["outcome"], "inconclusive", "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(reason.starts_with("premise timeout_abort {checkpoint: 3} not met:"), "{reason}");
+    assert!(reason.contains("Ongoing") && reason.contains("expected lost >0, got 0"), "{reason}");
+    assert_eq!(v["premises"][0]["held"], "unmet", "{v}");
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //!   twopc-inject is clean, kip939 is clean or inconclusive with the broker's
 //!   exact refusal; run side by side (the default) and one mode after
 //!   another (`--sequential`, legacy and twopc-inject), the verdicts agree;
+//!   (the same outage on a broker whose abort scan is too slow to abort anything is judged in
+//!   premises_live.rs, with the premise written and by default);
 //! - flip319-short-outage: the same outage below the transaction timeout
 //!   leaves every transactional mode clean;
 //! - kill-restore: kills, pauses and a coordinator restart: the two-phase
@@ -148,35 +150,6 @@ fn flip319_long_outage_legacy_loses_twopc_inject_does_not() {
     assert!(seq.count("legacy", "lost") > 0);
     assert_eq!(seq.count("twopc-inject", "lost") + seq.count("twopc-inject", "duplicated"), 0);
     assert_eq!(seq.exit, Some(0));
-}
-
-/// FLIP-319 with the broker's abort scan at 60 s: the broker never aborts
-/// checkpoint 3's transactions during the outage and legacy loses nothing.
-/// Not the sink's fault: inconclusive with the unmet premise, exit 0.
-#[test]
-fn flip319_with_a_slow_abort_scan_is_inconclusive_not_a_failure_of_legacy() {
-    let _turn = common::serial();
-    common::dist("4.4.0");
-    let results = common::test_dir("scenario-slow-scan");
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/flip319-slow-abort-scan.yaml");
-    let out = Command::new(common::bin())
-        .arg("run")
-        .arg(&file)
-        .args(["--mode", "legacy", "--seed", "318", "--results"])
-        .arg(&results)
-        .output()
-        .expect("run sinkhole");
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let dir =
-        std::fs::read_dir(&results).unwrap().flatten().map(|e| e.path()).find(|p| p.join("summary.json").exists());
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.unwrap().join("legacy/verdict.json")).unwrap()).unwrap();
-    assert_eq!(v["outcome"], "inconclusive", "{v}");
-    let reason = v["reason"].as_str().unwrap();
-    assert!(reason.starts_with("premise timeout_abort {checkpoint: 3} not met:"), "{reason}");
-    assert!(reason.contains("Ongoing") && reason.contains("expected lost >0, got 0"), "{reason}");
-    assert_eq!(v["premises"][0]["held"], "unmet", "{v}");
 }
 
 #[test]

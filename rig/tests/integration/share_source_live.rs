@@ -48,12 +48,7 @@ fn run(file: &str, seed: u64) -> Run {
         .output()
         .expect("run sinkhole");
     eprintln!("{file}:\n{}", String::from_utf8_lossy(&out.stdout));
-    let dir = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.join("summary.json").exists())
-        .unwrap_or_else(|| panic!("no summary.json: {}", String::from_utf8_lossy(&out.stderr)));
+    let dir = common::run_dir(&results, &out);
     let summary = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(out.status.code(), Some(0), "{file}: {}", String::from_utf8_lossy(&out.stderr));
     Run { dir, summary }

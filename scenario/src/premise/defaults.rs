@@ -253,7 +253,7 @@ fn timeout_kind(mode: SinkMode) -> Result<(PremiseKind, &'static str, &'static s
         SinkMode::FlinkKafkasink => Err("the rig takes no look at the Flink subject's transactions by checkpoint or \
              pause: no timeout premise by default (write `superseded` where it applies)"
             .into()),
-        SinkMode::RdkafkaTxn | SinkMode::AtLeastOnce | SinkMode::Mutant(_) => {
+        SinkMode::RdkafkaTxn | SinkMode::PlainTxn | SinkMode::AtLeastOnce | SinkMode::Mutant(_) => {
             Err(format!("{mode} keeps no pre-committed transaction across a restore: no timeout premise"))
         }
     }

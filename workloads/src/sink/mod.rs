@@ -14,6 +14,9 @@
 //!   transactional producer ([`sinkhole_client::producer::TxnProducer`]);
 //! - [`rdkafka_txn`]: librdkafka's transactional producer committing at the
 //!   checkpoint itself (negative control);
+//! - [`plain_txn`]: the rig's transactional producer as an application uses Kafka's Java
+//!   producer, one id per subtask, committing at the checkpoint itself (negative control; the
+//!   shape KAFKA-17754 needs);
 //! - [`at_least_once`]: librdkafka's idempotent producer, flushed at the
 //!   checkpoint (negative control);
 //! - [`mutants`]: the one decision each mutant makes differently, consulted
@@ -28,11 +31,13 @@ use sinkhole_model::{CommitOutcome, Committable, EventKind, SinkMode, WorkerConf
 pub mod at_least_once;
 pub mod mutants;
 pub mod naming;
+pub mod plain_txn;
 mod rdkafka_common;
 pub mod rdkafka_txn;
 pub mod two_phase;
 
 pub use at_least_once::AtLeastOnceSink;
+pub use plain_txn::PlainTxnSink;
 pub use rdkafka_txn::RdkafkaTxnSink;
 pub use two_phase::TwoPhaseSink;
 
@@ -103,12 +108,22 @@ pub trait Sink: Send {
 
     /// History events since the last call.
     fn take_events(&mut self) -> Vec<EventKind>;
+
+    /// For a sink that commits inside [`Sink::precommit`] (one phase): the id of the open
+    /// transaction when it holds records, so that the worker records `CommitStarted` before the
+    /// call. The events a sink buffers reach the history, and get their time, only after the
+    /// call returns, after the commit: a reader that polled the committed records meanwhile
+    /// would seem to have read them before their commit was issued (precommitted-read).
+    fn commits_at_barrier(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The modes' sinks behind one type, so the worker is written once.
 pub enum AnySink {
     TwoPhase(Box<TwoPhaseSink>),
     RdkafkaTxn(Box<RdkafkaTxnSink>),
+    PlainTxn(Box<PlainTxnSink>),
     AtLeastOnce(Box<AtLeastOnceSink>),
 }
 
@@ -121,6 +136,7 @@ impl AnySink {
                 AnySink::TwoPhase(Box::new(TwoPhaseSink::new(config)))
             }
             SinkMode::RdkafkaTxn => AnySink::RdkafkaTxn(Box::new(RdkafkaTxnSink::new(config)?)),
+            SinkMode::PlainTxn => AnySink::PlainTxn(Box::new(PlainTxnSink::new(config))),
             SinkMode::AtLeastOnce => AnySink::AtLeastOnce(Box::new(AtLeastOnceSink::new(config)?)),
             SinkMode::FlinkKafkasink => {
                 return Err(SinkError::Failed(
@@ -137,6 +153,7 @@ macro_rules! each {
         match $self {
             AnySink::TwoPhase($s) => $e,
             AnySink::RdkafkaTxn($s) => $e,
+            AnySink::PlainTxn($s) => $e,
             AnySink::AtLeastOnce($s) => $e,
         }
     };
@@ -166,6 +183,27 @@ impl Sink for AnySink {
     }
     fn take_events(&mut self) -> Vec<EventKind> {
         each!(self, s => s.take_events())
+    }
+    fn commits_at_barrier(&self) -> Option<String> {
+        each!(self, s => s.commits_at_barrier())
+    }
+}
+
+/// The `CommitFinished` of a one-phase sink's commit at the barrier (`error`: None when it
+/// committed). Its `CommitStarted` the worker records before the barrier's call
+/// ([`Sink::commits_at_barrier`]).
+pub fn one_phase_finished(tid: &str, checkpoint: u64, error: Option<String>, latency_us: u64) -> EventKind {
+    let outcome = match error {
+        None => CommitOutcome::Committed,
+        Some(error) => CommitOutcome::Failed { error },
+    };
+    EventKind::CommitFinished { transactional_id: tid.to_string(), checkpoint, restored: false, outcome, latency_us }
+}
+
+/// What a one-phase sink answers a committable: it has none, it committed at the barrier.
+pub fn no_committables(mode: SinkMode, committable: &Committable) -> CommitOutcome {
+    CommitOutcome::Failed {
+        error: format!("{mode} commits at the checkpoint and has no committables (got {committable:?})"),
     }
 }
 

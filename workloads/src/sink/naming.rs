@@ -15,12 +15,12 @@ pub fn transactional_id(prefix: &str, subtask: u32, checkpoint: u64) -> String {
 
 /// The transactional id subtask `subtask` of `mode` writes checkpoint
 /// `checkpoint`'s records under: [`transactional_id`] for the modes after
-/// Flink's KafkaSink; `rdkafka-txn`'s one id per subtask, `{prefix}-{subtask}`,
-/// which its librdkafka producer keeps from one transaction to the next (as a
-/// plain transactional producer does; docs/PROTOCOL.md §1.9).
+/// Flink's KafkaSink; `rdkafka-txn`'s and `plain-txn`'s one id per subtask,
+/// `{prefix}-{subtask}`, which their producer keeps from one transaction to the
+/// next (as a plain transactional producer does; docs/PROTOCOL.md §1.9).
 pub fn transactional_id_of(mode: SinkMode, prefix: &str, subtask: u32, checkpoint: u64) -> String {
     match mode {
-        SinkMode::RdkafkaTxn => format!("{prefix}-{subtask}"),
+        SinkMode::RdkafkaTxn | SinkMode::PlainTxn => format!("{prefix}-{subtask}"),
         _ => transactional_id(prefix, subtask, checkpoint),
     }
 }

@@ -144,13 +144,7 @@ impl Sink for RdkafkaTxnSink {
         };
         let records = self.records;
         let start = Instant::now();
-        if records > 0 {
-            self.events.push(EventKind::CommitStarted {
-                transactional_id: self.tid.clone(),
-                checkpoint,
-                restored: false,
-            });
-        }
+        // `CommitStarted` was recorded by the worker before this call (`commits_at_barrier`).
         // One phase: the commit happens here, before the coordinator has
         // persisted the checkpoint. That window is what this control exposes.
         let result = self.commit_open().await;
@@ -163,17 +157,12 @@ impl Sink for RdkafkaTxnSink {
             self.events.extend(super::latency_event(metric::PRODUCE_ACK, h));
         }
         if records > 0 {
-            let outcome = match &result {
-                Ok(()) => CommitOutcome::Committed,
-                Err(e) => CommitOutcome::Failed { error: e.clone() },
-            };
-            self.events.push(EventKind::CommitFinished {
-                transactional_id: self.tid.clone(),
+            self.events.push(super::one_phase_finished(
+                &self.tid,
                 checkpoint,
-                restored: false,
-                outcome,
+                result.as_ref().err().cloned(),
                 latency_us,
-            });
+            ));
         }
         if let Err(e) = result {
             error!(tid = self.tid, checkpoint, opened, error = %e, "commit_transaction failed");
@@ -190,9 +179,7 @@ impl Sink for RdkafkaTxnSink {
     }
 
     async fn commit(&mut self, committable: &Committable, _restored: bool) -> CommitOutcome {
-        CommitOutcome::Failed {
-            error: format!("rdkafka-txn commits at the checkpoint and has no committables (got {committable:?})"),
-        }
+        super::no_committables(self.cfg.mode, committable)
     }
 
     async fn close(&mut self) {
@@ -217,5 +204,9 @@ impl Sink for RdkafkaTxnSink {
 
     fn take_events(&mut self) -> Vec<EventKind> {
         std::mem::take(&mut self.events)
+    }
+
+    fn commits_at_barrier(&self) -> Option<String> {
+        (self.open.is_some() && self.records > 0).then(|| self.tid.clone())
     }
 }

@@ -8,12 +8,16 @@ use std::sync::MutexGuard;
 
 use sinkhole_cluster::containers;
 
+/// One image build at a time: tests that do not take turns may ask for it together.
+static IMAGE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The engine and the image, or the reason the test cannot run here (printed; the test returns).
 pub async fn ready_to_run(test: &str) -> bool {
     if let Err(e) = containers::engine_available().await {
         eprintln!("SKIPPED {test}: {e}");
         return false;
     }
+    let _one_build = IMAGE.lock().await;
     let docker = containers::engine().await.expect("engine");
     let tag = containers::image::default_tag("4.4.0");
     if docker.inspect_image(&tag).await.is_err() {
@@ -65,11 +69,6 @@ pub async fn run_on_containers(name: &str, scenario: PathBuf, args: &[&str]) -> 
     .await
     .unwrap();
     eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    let dir = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.join("summary.json").exists())
-        .unwrap_or_else(|| panic!("no summary.json: {}", String::from_utf8_lossy(&out.stderr)));
+    let dir = super::run_dir(&results, &out);
     (out, results, dir)
 }

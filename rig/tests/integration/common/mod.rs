@@ -1,6 +1,6 @@
 //! Shared helpers for the integration tests: real brokers, started by the test.
 #![allow(dead_code)]
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use sinkhole_client::wire::client::ClientConfig;
@@ -19,6 +19,17 @@ pub fn serial() -> MutexGuard<'static, ()> {
 /// Kafka 4.4.0 from the cache, installed on first use.
 pub fn dist(version: &str) -> KafkaDist {
     sinkhole_install::ensure(version, &mut |l| eprintln!("setup: {l}")).expect("install Kafka")
+}
+
+/// The run directory `sinkhole run --results RESULTS` made (the one holding a summary.json);
+/// the panic names the run's stderr when there is none.
+pub fn run_dir(results: &Path, out: &std::process::Output) -> PathBuf {
+    std::fs::read_dir(results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("summary.json").exists())
+        .unwrap_or_else(|| panic!("no summary.json: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
 /// A fresh directory for one test's cluster.
