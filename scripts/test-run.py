@@ -177,7 +177,7 @@ def run_all(runs, jobs):
 
 
 def main(argv):
-    jobs, steps, i = 3, [], 0
+    jobs, steps, i = 2, [], 0
     while i < len(argv) and argv[i] in ("--jobs", "--step"):
         if argv[i] == "--jobs":
             jobs = int(argv[i + 1])
