@@ -159,8 +159,9 @@ pub enum Backend {
 /// workers and the nemesis whose timing the verdicts judge. HotSpot's default (tiered: C1, then
 /// C2 for the hottest methods) spends most of a short broker's CPU on C2 compilations that only
 /// pay back in long runs. `c1` stops at the first tier (`-XX:TieredStopAtLevel=1`): the same
-/// bytecode, the same Kafka semantics, a third less CPU in a run (measured on the FLIP-319
-/// scenario: 27.2 → 19.2 CPU-s of 29 s). `tiered` is the JVM's default, for long runs whose
+/// bytecode, the same Kafka semantics, a quarter less CPU in a run (measured on the FLIP-319
+/// scenario, whose 29 s are set by its rate: 29.3 → 21.5 CPU-s, user and system, the rig's
+/// processes included). `tiered` is the JVM's default, for long runs whose
 /// figure is the broker's own speed (`scenarios/throughput.yaml`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -399,8 +399,8 @@ pub struct ClusterShape {
     /// JVM max heap per broker.
     #[arg(long, default_value = "512m")]
     pub heap: String,
-    /// The brokers' JIT compilers: c1 (the first tier only: a third less CPU for a short-lived
-    /// broker) or tiered (the JVM's default, for long runs measuring the broker's speed).
+    /// The brokers' JIT compilers: c1 (the first tier only: a quarter less CPU in a run of a
+    /// minute) or tiered (the JVM's default, for long runs measuring the broker's speed).
     #[arg(long, default_value = "c1")]
     pub jit: sinkhole_scenario::Jit,
     /// Seconds to wait for the cluster to be ready.
