@@ -24,9 +24,10 @@
 //! Written into `<results>/explore-<timestamp>/`: `runs/` (every run's
 //! directory, and the shrinks' runs under each failing one), `schedules/`
 //! (the scenario of each run, as it ran), `found/`, `explore.log` (the runs'
-//! own progress lines) and `explore.json` ([`report`]).
+//! own progress lines), `explore.json` ([`report`]) and `explore.html` ([`html`]).
 pub mod draw;
 pub mod findings;
+pub mod html;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -431,7 +432,7 @@ impl Campaign {
         }
     }
 
-    /// Writes `explore.json` (after every run, so a campaign stopped by a
+    /// Writes `explore.json` and `explore.html` (after every run, so a campaign stopped by a
     /// signal overnight still says what it found, with `stop: running`).
     fn write(&self, stop: Stop) -> Result<Explored, RunError> {
         let e = self.snapshot(stop);
@@ -441,6 +442,8 @@ impl Campaign {
         std::fs::write(&tmp, sinkhole_base::provenance::to_json(&e)?)
             .and_then(|()| std::fs::rename(&tmp, &path))
             .with_context(|| format!("writing {}", path.display()))?;
+        let page = self.dir.join(html::HTML_FILE);
+        std::fs::write(&page, html::render_html(&e)).with_context(|| format!("writing {}", page.display()))?;
         Ok(e)
     }
 

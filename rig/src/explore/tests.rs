@@ -1,6 +1,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use sinkhole_checker::verdict::Outcome;
 use sinkhole_scenario::{FaultKind, FaultSpec, Scenario, When};
 
 use super::draw::{draw, schedule_of, trigger_kind};
@@ -304,7 +305,7 @@ fn broker_faults_are_drawn_far_enough_apart_for_the_broker_to_come_back() {
 
 #[test]
 fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
-    use super::report::{render, Explored, Stop};
+    use super::report::{render, Explored, ModeRow, RunRow, Stop};
     let k = [fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}")];
     let sig = Signature::of("legacy", "lost", &k);
     let mut cov = Coverage::default();
@@ -326,7 +327,23 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         findings: vec![finding(&sig, 8, "results/explore-x/found/01-lost.yaml", &["s-1-8", "s-2-9"])],
         coverage: cov.cells(),
         coverage_text: cov.render(),
-        runs: vec![],
+        runs: vec![RunRow {
+            i: 1,
+            seed: 8,
+            faults: 1,
+            refused: 0,
+            spaced: 1,
+            schedule: vec!["kill-workers@checkpoint_persisted".into()],
+            run_id: Some("s-1-8".into()),
+            dir: Some("results/explore-x/runs/s-1-8".into()),
+            modes: vec![ModeRow {
+                mode: "legacy".into(),
+                outcome: Outcome::Fail,
+                words: "LOST 3 — expected <clean>".into(),
+            }],
+            findings: vec![1],
+            error: None,
+        }],
     };
     let t = render(&e);
     assert!(t.starts_with("2 runs of s in 1m01s (the time budget ran out): 1 finding(s), 1 inconclusive"), "{t}");
@@ -336,6 +353,20 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         "{t}"
     );
     assert!(t.lines().any(|l| l.starts_with("kill-workers") && l.ends_with("1/1")), "{t}");
+
+    // explore.html: the same findings with their replay, the grid with the hit marked, each run
+    // with its verdicts in words and a link to its report; user text escaped.
+    let h = super::html::render_html(&e);
+    assert!(h.starts_with("<!DOCTYPE html>") && h.ends_with("</body></html>\n"), "{h}");
+    assert!(h.contains("the time budget ran out") && h.contains("1 finding(s), 1 inconclusive"), "{h}");
+    assert!(h.contains("legacy: lost × kill-workers × checkpoint_persisted"), "{h}");
+    assert!(h.contains("<code>sinkhole run results/explore-x/found/01-lost.yaml --seed 8</code>"), "{h}");
+    assert!(h.contains("<a href=\"found/01-lost.yaml\">"), "{h}");
+    assert!(h.contains("<th>checkpoint_persisted</th>") && h.contains("<td class=\"hit\">1/1</td>"), "{h}");
+    assert!(h.contains("<a href=\"runs/s-1-8/report.html\">1</a>"), "{h}");
+    assert!(h.contains("(0 refused, 1 spaced)"), "{h}");
+    assert!(h.contains("legacy: <span class=\"fail\">LOST 3 — expected &lt;clean&gt;</span>"), "{h}");
+    assert!(!h.contains("<clean>"), "escaped");
 }
 
 #[test]

@@ -235,13 +235,17 @@ pub(super) fn normalize(p: &Path) -> PathBuf {
     out
 }
 
-const CSS: &str = r#"
+/// The look the campaign pages share (`matrix.html`, `explore.html`): page, headings, tables.
+pub const PAGE_CSS: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:16px 24px;color:#222;background:#fafafa}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ccc;padding-bottom:3px}
 .meta{color:#555;font-size:13px}
 table{border-collapse:collapse;font-size:13px;background:#fff}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}
+"#;
+
+const CSS: &str = r#"
 td.o a{color:inherit;text-decoration:none;display:block} td.o a:hover{text-decoration:underline}
 td.o small{display:block;font-weight:400;font-size:11px}
 td.pass{background:#dff2e1;color:#1d6e2b;font-weight:600}
@@ -263,7 +267,7 @@ pub fn render_html(m: &Matrix) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sinkhole {}</title><style>{CSS}{STABILITY_CSS}</style></head><body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sinkhole {}</title><style>{PAGE_CSS}{CSS}{STABILITY_CSS}</style></head><body>\n",
         esc(&m.matrix_id)
     );
     let _ = writeln!(h, "<h1>sinkhole matrix {}</h1>", esc(&m.matrix_id));

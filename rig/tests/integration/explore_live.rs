@@ -1,7 +1,8 @@
 //! `sinkhole explore` end to end on real Kafka 4.4.0: one run of a small scenario with a
 //! seed whose schedule restores the job, under the mutant that rewinds one record too far,
 //! so the run must be a finding: saved as found/01-lost.yaml with its seed, in explore.json
-//! with its signature, the schedule the binary ran the one the library draws for that seed.
+//! with its signature and in explore.html, the schedule the binary ran the one the library
+//! draws for that seed.
 use crate::common;
 
 use std::path::Path;
@@ -61,4 +62,9 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert_eq!(ran.faults, draw(&s, seed).faults);
     assert_eq!(saved.faults, ran.faults, "not shrunk: the run's faults");
     assert!(e["coverage"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["hits"] == c["runs"])), "{e}");
+    // explore.html beside it: the finding with its file and replay, the run linked to its report.
+    let page = std::fs::read_to_string(dir.join("explore.html")).unwrap();
+    assert!(page.contains("<a href=\"found/01-lost.yaml\">"), "{page}");
+    assert!(page.contains(&format!("{} --seed {seed}</code>", found.display())), "{page}");
+    assert!(page.contains("report.html\">1</a>") && page.contains("class=\"hit\""), "{page}");
 }
