@@ -69,13 +69,17 @@ bench-checker: build
 NIGHTLY_KAFKA ?= 4.4.0
 NIGHTLY_ARGS ?=
 #
-# Then the slow tests `make test` leaves to it (`#[ignore]`d there, with the reason): the
-# reproductions of Flink bugs in rig/tests/integration/flink_live.rs. The job fails if either part failed,
-# and both always run.
+# Then the detection power: `sinkhole calibrate` over the same library, every mutant sink
+# beside the faithful modes (calibrate.json/.html: which scenario catches which mutant; it
+# fails when a mutant escapes every scenario or a faithful mode is flagged). Then the slow
+# tests `make test` leaves to it (`#[ignore]`d there, with the reason): the reproductions of
+# Flink bugs in rig/tests/integration/flink_live.rs. The job fails if any part failed, and
+# every part always runs.
 nightly: build
 	$(BIN) setup --kafka $(NIGHTLY_KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
 	status=0; \
 	$(BIN) matrix scenarios --kafka $(NIGHTLY_KAFKA) $(NIGHTLY_ARGS) || status=$$?; \
+	$(BIN) calibrate scenarios --kafka $(NIGHTLY_KAFKA) || status=1; \
 	$(CARGO) test -p sinkhole --test integration -- --ignored flink_live:: || status=1; \
 	exit $$status
 
