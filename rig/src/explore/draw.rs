@@ -23,7 +23,8 @@
 //!   luck — as Jepsen's generators mix timed operations with ones gated on
 //!   the system's own state.
 //!
-//! Broker faults are kept [`BROKER_SETTLE_MS`] apart (the cluster is one
+//! A scenario with live readers also gets one or two faults on them, from a generator of
+//! their own ([`reader_faults`]). Broker faults are kept [`BROKER_SETTLE_MS`] apart (the cluster is one
 //! resource, and a broker takes seconds to come back). Each fault is checked against the scenario the way a file is
 //! (`sinkhole_scenario::from_str`): a variant the scenario refuses (a trigger
 //! or kind its subject has no use for) falls back to the generator's own
@@ -48,7 +49,8 @@ const SALT: u64 = 0x6578_706c_6f72_6521;
 /// `broker-pause` drawn 8.5 s after a `broker-kill` fired 7 s late).
 pub const BROKER_SETTLE_MS: u64 = 15_000;
 
-/// One run's faults, and what could not be drawn.
+/// One run's faults, and what could not be drawn. With live readers (`readers:`), the
+/// schedule's faults are followed by one or two on the readers ([`reader_faults`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Drawn {
     pub seed: u64,
@@ -143,7 +145,48 @@ pub fn draw(base: &Scenario, seed: u64) -> Drawn {
         f.name = Some(format!("explore-{}-{}", faults.len() + 1, f.kind.name()));
         faults.push(f);
     }
+    for mut f in reader_faults(base, seed, &mut taken) {
+        if fits(base, &f) {
+            f.name = Some(format!("explore-{}-{}", faults.len() + 1, f.kind.name()));
+            faults.push(f);
+        } else {
+            refused += 1;
+        }
+    }
     Drawn { seed, faults, refused, spaced, window_ms }
+}
+
+/// Mixed into the seed for the live readers' faults, a stream of their own: a scenario without
+/// readers draws exactly what it drew before they existed.
+const READER_SALT: u64 = 0x7265_6164_6572_7321;
+
+/// For a scenario with live readers, one or two faults on them (`kill-readers`,
+/// `pause-readers`, `restart-readers`, one reader each), each on a checkpoint's trigger no
+/// other fault took, within the window: the read side's own nemesis (a consumer crashed,
+/// stalled past its poll interval, restarted), which the worker and broker families never
+/// touch.
+fn reader_faults(s: &Scenario, seed: u64, taken: &mut Vec<u64>) -> Vec<FaultSpec> {
+    let Some(r) = &s.readers else { return Vec::new() };
+    let mut rng = SplitMix64::new(seed ^ READER_SALT);
+    let w = schedule_of(s);
+    let (start, end) = (w.start_ms, w.end_ms);
+    let mut out = Vec::new();
+    for _ in 0..1 + rng.below(2) {
+        let t = start + rng.below(end.saturating_sub(start).max(1));
+        let n = (checkpoint_near(s, t)..).find(|c| !taken.contains(c)).unwrap_or(1);
+        taken.push(n);
+        let reader = rng.below(u64::from(r.count.max(1)));
+        let duration = 1_000 + rng.below(7_000);
+        let yaml = match rng.below(3) {
+            0 => format!("{{kind: kill-readers, target: [{reader}], when: {{checkpoint_triggered: {n}}}, duration_ms: {duration}}}"),
+            1 => format!("{{kind: pause-readers, target: [{reader}], when: {{checkpoint_triggered: {n}}}, duration_ms: {duration}}}"),
+            _ => format!("{{kind: restart-readers, target: [{reader}], when: {{checkpoint_triggered: {n}}}}}"),
+        };
+        if let Ok(f) = serde_saphyr::from_str::<FaultSpec>(&yaml) {
+            out.push(f);
+        }
+    }
+    out
 }
 
 /// Whether `base` accepts `f` as its only fault (the loader's validation).
@@ -216,7 +259,7 @@ fn checkpoint_near(s: &Scenario, t: u64) -> u64 {
 }
 
 /// The checkpoint an event trigger names (none for a time).
-fn checkpoint_of(w: &When) -> Option<u64> {
+pub(crate) fn checkpoint_of(w: &When) -> Option<u64> {
     match *w {
         When::CheckpointTriggered(n)
         | When::CheckpointPersisted(n)

@@ -4,7 +4,7 @@ use std::time::Duration;
 use sinkhole_checker::verdict::Outcome;
 use sinkhole_scenario::{FaultKind, FaultSpec, Scenario, When};
 
-use super::draw::{draw, schedule_of, trigger_kind};
+use super::draw::{checkpoint_of, draw, schedule_of, trigger_kind};
 use super::findings::{file_name, Coverage, Findings, Signature};
 use super::{check, check_scenario, ExploreArgs};
 
@@ -34,6 +34,29 @@ fn the_same_seed_draws_the_same_schedule_and_another_seed_another() {
     let distinct = lists.iter().filter(|l| lists.iter().filter(|m| m == l).count() == 1).count();
     assert!(distinct >= 9, "ten seeds gave only {distinct} distinct schedules");
     assert!(lists.iter().all(|l| !l.is_empty()), "a seed drew no fault over 30 s of job time");
+}
+
+#[test]
+fn live_readers_get_one_or_two_reader_faults_of_their_own_and_the_rest_is_drawn_as_before() {
+    let s = scenario(ONE_BROKER);
+    let with = scenario(&ONE_BROKER.replace("modes:", "readers: {count: 2, mode: subscribe}\nmodes:"));
+    let mut kinds = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let (plain, d) = (draw(&s, seed), draw(&with, seed));
+        let readers: Vec<&FaultSpec> = d.faults.iter().filter(|f| f.kind.name().ends_with("-readers")).collect();
+        assert!((1..=2).contains(&readers.len()), "seed {seed}: {readers:?}");
+        assert_eq!(d.faults[..d.faults.len() - readers.len()], plain.faults[..], "seed {seed}: the rest as before");
+        assert!(plain.faults.iter().all(|f| !f.kind.name().ends_with("-readers")), "no readers, no reader fault");
+        // Each on a checkpoint no other fault of the run took.
+        let on: Vec<u64> = d.faults.iter().filter_map(|f| checkpoint_of(&f.when)).collect();
+        assert!(on.iter().all(|n| on.iter().filter(|m| *m == n).count() == 1), "seed {seed}: {on:?}");
+        let mut whole = with.clone();
+        whole.faults = d.faults.clone();
+        let yaml = serde_saphyr::to_string(&whole).unwrap();
+        sinkhole_scenario::from_str(&yaml, "drawn.yaml").unwrap_or_else(|e| panic!("seed {seed}: {}", e.render()));
+        kinds.extend(readers.iter().map(|f| f.kind.name()));
+    }
+    assert_eq!(kinds.len(), 3, "kill, pause and restart all drawn over 20 seeds: {kinds:?}");
 }
 
 #[test]
