@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     unsafe {
         sinkhole_cluster::containers::export_docker_host()
     };
-    cli::init_logging(cli.verbose);
+    cli::init_logging(cli.verbose, !matches!(cli.command, Command::Worker(_)));
     if let Err(e) = sinkhole_base::procs::install_signal_teardown() {
         eprintln!("sinkhole: cannot install the signal handlers: {e}");
         return ExitCode::from(sinkhole_rig::results::exit::RIG_FAILED);

@@ -120,6 +120,14 @@ pub struct ExploreCmd {
     /// At most this many shrink runs per new finding (0: save the failing run's faults unshrunk).
     #[arg(long, default_value_t = 5)]
     pub shrink_runs: u32,
+    /// Stop once every mutant judged has a finding (without a mutant, every mode): how long each
+    /// mutant takes to be found.
+    #[arg(long)]
+    pub until_found: bool,
+    /// This host's share of a campaign across hosts: shard I of N makes the runs with seeds
+    /// S+I-1, S+I-1+N, … (needs --seed); `sinkhole merge` joins the shards' directories.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
 }
 
 /// A duration on the command line: a number with a unit (`ms`, `s`, `m`, `h`; seconds without one).
@@ -230,10 +238,12 @@ pub struct MatrixCmd {
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// The shards' matrix directories (each with the matrix.json of `matrix --shard I/N`).
+    /// The shards' directories: each a matrix's (the matrix.json of `matrix --shard I/N`) or each
+    /// an exploration's (the explore.json of `explore --seed S --shard I/N`).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
-    /// Where the merged matrix.json, matrix.html and junit.xml go (default: results/matrix-<timestamp>-merged).
+    /// Where the merged matrix.json, matrix.html and junit.xml go (default: results/matrix-<timestamp>-merged),
+    /// or an exploration's explore.json and explore.html (default: results/explore-<timestamp>-merged).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print the merged matrix.json on stdout instead of the table.

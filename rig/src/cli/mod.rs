@@ -119,11 +119,18 @@ pub fn exit(r: Result<(), Failure>) -> ExitCode {
 /// run this binary too, and their stderr is a log file. RUST_LOG takes
 /// `target=level` directives (`info,sinkhole_client=debug`), without span or
 /// field filters: those need a regex engine the binary does not carry.
-pub fn init_logging(verbose: u8) {
+///
+/// On a person's console (`console`: every command but `worker`) librdkafka's own lines stay
+/// out unless -v asks: its clients in the rig's process (the live readers, the output's read)
+/// report every broker a fault took down as an error ("AllBrokersDown", "Connection reset by
+/// peer"), dozens a second, which is the fault doing its work, not news; the run's verdict and
+/// log say what came of it. A worker's stderr is its log file, and keeps them.
+pub fn init_logging(verbose: u8, console: bool) {
     use tracing_subscriber::{filter::Targets, fmt, prelude::*};
-    let default = match verbose {
-        0 => "warn",
-        1 => "info,sinkhole=info",
+    let default = match (verbose, console) {
+        (0, true) => "warn,librdkafka=off,rdkafka=off",
+        (0, false) => "warn",
+        (1, _) => "info,sinkhole=info",
         _ => "debug",
     };
     let from_env = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty());

@@ -24,16 +24,21 @@
 //!   the system's own state.
 //!
 //! A scenario with live readers also gets one or two faults on them, from a generator of
-//! their own ([`reader_faults`]). Broker faults are kept [`BROKER_SETTLE_MS`] apart (the cluster is one
+//! their own ([`reader_faults`]). A campaign whose every judged mode opens its transactions
+//! with Enable2Pc ([`Outages::for_modes`]) also gets, one run in three, a job outage past the
+//! transaction timeout ([`outage_past_timeout`]): the FLIP-319 window, which only a two-phase
+//! sink under KIP-939 must come through clean (a legacy sink loses there by design, so a
+//! campaign judging one never draws it). Broker faults are kept [`BROKER_SETTLE_MS`] apart (the cluster is one
 //! resource, and a broker takes seconds to come back). Each fault is checked against the scenario the way a file is
 //! (`sinkhole_scenario::from_str`): a variant the scenario refuses (a trigger
 //! or kind its subject has no use for) falls back to the generator's own
 //! fault, and a fault the scenario refuses altogether is left out — the draw
 //! never hands the run a fault it would reject.
+use sinkhole_model::SinkMode;
 use sinkhole_scenario::schedule::{self, SplitMix64};
 use sinkhole_scenario::{
-    Blackhole, Family, Fault, FaultKind, FaultSpec, Group, Mix, NoParams, Outage, RandomSchedule, Rolling, Scenario,
-    When,
+    Bandwidth, Blackhole, Family, Fault, FaultKind, FaultSpec, Group, Mix, NoParams, Outage, RandomSchedule, Rolling,
+    Scenario, Timing, When,
 };
 
 /// Mixed into the seed for the explorer's own draws (kinds, triggers), so
@@ -48,6 +53,33 @@ const SALT: u64 = 0x6578_706c_6f72_6521;
 /// for it and the run is inconclusive (measured on the 2-core machine: a
 /// `broker-pause` drawn 8.5 s after a `broker-kill` fired 7 s late).
 pub const BROKER_SETTLE_MS: u64 = 15_000;
+
+/// How long a drawn job outage may last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outages {
+    /// Within the transaction timeout (a restart's length): every faithful mode must come
+    /// through clean.
+    Short,
+    /// Now and then past the timeout as well ([`outage_past_timeout`]).
+    PastTimeout,
+}
+
+impl Outages {
+    /// [`Outages::PastTimeout`] when every mode judged opens its transactions with Enable2Pc
+    /// (`twopc-inject`, `kip939` and their mutants): KIP-939's coordinator never times such a
+    /// transaction out, so an outage of any length must leave them clean. A legacy sink (and
+    /// every one-phase one) loses there by design — the FLIP-319 loss the library names —
+    /// so a campaign judging one keeps its outages short, or every such run would be a
+    /// finding about a known bug.
+    pub fn for_modes(modes: &[SinkMode]) -> Outages {
+        let enable_2pc = |m: &SinkMode| matches!(m.base(), SinkMode::TwopcInject | SinkMode::Kip939);
+        if !modes.is_empty() && modes.iter().all(enable_2pc) {
+            Outages::PastTimeout
+        } else {
+            Outages::Short
+        }
+    }
+}
 
 /// One run's faults, and what could not be drawn. With live readers (`readers:`), the
 /// schedule's faults are followed by one or two on the readers ([`reader_faults`]).
@@ -95,8 +127,8 @@ pub fn schedule_of(s: &Scenario) -> RandomSchedule {
 
 /// The fault list of the exploration run with `seed` over `base` (its own
 /// faults are not kept: see `explore`'s module doc). Deterministic: the same
-/// scenario and seed give the same list.
-pub fn draw(base: &Scenario, seed: u64) -> Drawn {
+/// scenario, seed and `outages` give the same list.
+pub fn draw(base: &Scenario, seed: u64, outages: Outages) -> Drawn {
     let mut s = base.clone();
     s.faults.clear();
     s.schedule = Some(schedule_of(base));
@@ -107,6 +139,14 @@ pub fn draw(base: &Scenario, seed: u64) -> Drawn {
     let (mut refused, mut spaced) = (0, 0);
     // Checkpoints already given an event trigger: two faults on one event would fire together.
     let mut taken: Vec<u64> = Vec::new();
+    // The long outage comes first, so its checkpoint is its own; timed faults inside it are left
+    // out (they would fire on a job that is down).
+    let long = match outages {
+        Outages::PastTimeout => outage_past_timeout(base, seed).filter(|(f, _)| fits(base, f)),
+        Outages::Short => None,
+    };
+    taken.extend(long.as_ref().and_then(|(f, _)| checkpoint_of(&f.when)));
+    let down = long.as_ref().map(|(_, span)| *span);
     // When the cluster is free for the next broker fault (job time, ms).
     let mut broker_free = 0;
     for f in resolved.generated_faults() {
@@ -142,7 +182,16 @@ pub fn draw(base: &Scenario, seed: u64) -> Drawn {
             // Its only trigger was refused or taken: the generator's fault instead.
             continue;
         }
+        if let (When::AtMs(t), Some([from, to])) = (&f.when, down) {
+            if (from..=to).contains(t) {
+                continue;
+            }
+        }
         f.name = Some(format!("explore-{}-{}", faults.len() + 1, f.kind.name()));
+        faults.push(f);
+    }
+    if let Some((mut f, _)) = long {
+        f.name = Some(format!("explore-{}-{}-past-timeout", faults.len() + 1, f.kind.name()));
         faults.push(f);
     }
     for mut f in reader_faults(base, seed, &mut taken) {
@@ -154,6 +203,35 @@ pub fn draw(base: &Scenario, seed: u64) -> Drawn {
         }
     }
     Drawn { seed, faults, refused, spaced, window_ms }
+}
+
+/// Mixed into the seed for the outage past the timeout: a stream of its own, so a run without
+/// one draws exactly what it drew before it existed.
+const OUTAGE_SALT: u64 = 0x6f75_7461_6765_7321;
+
+/// One run in three, a `job-outage` past the transaction timeout on a checkpoint's
+/// `checkpoint_persisted`, in the window's first half, and the span of job time it keeps the
+/// job down (ms, a settle included): the FLIP-319 window. The checkpoint's transactions are
+/// pre-committed and not yet committed when the job goes down, and it stays down past the rig's
+/// look (the timeout, one abort scan and a margin: `Timing::look_after_ms`) by up to half a
+/// timeout more, so a broker that times them out has done so before the restore commits them
+/// — the default premise `outlives_timeout` (docs/SCENARIOS.md, "Default premises") then
+/// judges what the sink made of it.
+fn outage_past_timeout(s: &Scenario, seed: u64) -> Option<(FaultSpec, [u64; 2])> {
+    let mut rng = SplitMix64::new(seed ^ OUTAGE_SALT);
+    if !rng.chance(1, 3) {
+        return None;
+    }
+    let w = schedule_of(s);
+    let timing = Timing::of(s);
+    let half = w.end_ms.saturating_sub(w.start_ms) / 2;
+    let t = w.start_ms + rng.below(half.max(1));
+    let n = checkpoint_near(s, t);
+    let duration = timing.look_after_ms() + rng.below(timing.transaction_timeout_ms() / 2 + 1);
+    let yaml = format!("{{kind: job-outage, when: {{checkpoint_persisted: {n}}}, duration_ms: {duration}}}");
+    let f = serde_saphyr::from_str::<FaultSpec>(&yaml).ok()?;
+    let from = (n - 1) * s.job.checkpoint_interval_ms;
+    Some((f, [from, n * s.job.checkpoint_interval_ms + duration + BROKER_SETTLE_MS]))
 }
 
 /// Mixed into the seed for the live readers' faults, a stream of their own: a scenario without
@@ -200,7 +278,8 @@ fn fits(base: &Scenario, f: &FaultSpec) -> bool {
     }
 }
 
-/// A kind of the same family the schedule generator does not draw, one time in four.
+/// A kind of the same family the schedule generator does not draw, one time in four
+/// (`net-bandwidth` for a `net-delay`, …).
 fn sibling(s: &Scenario, f: &FaultSpec, rng: &mut SplitMix64) -> Option<FaultSpec> {
     if !rng.chance(1, 4) {
         return None;
@@ -213,6 +292,13 @@ fn sibling(s: &Scenario, f: &FaultSpec, rng: &mut SplitMix64) -> Option<FaultSpe
         }
         Fault::BrokerKill(b) => Fault::BrokerStop(b.clone()),
         Fault::BrokerRestart(_) if s.cluster.brokers >= 3 => Fault::RollingRestart(Rolling { target: None }),
+        // A slow link instead of a late one: 4 to 32 KiB/s each way, from the delay drawn (no
+        // draw of its own, so the stream after it is what it was).
+        Fault::NetDelay(d) => Fault::NetBandwidth(Bandwidth {
+            from: d.from.clone(),
+            to: d.to.clone(),
+            bytes_per_sec: 4_096 << (d.delay_ms % 4),
+        }),
         Fault::NetPartition(p) => {
             let to: Vec<Group> = p.to.iter().filter(|g| matches!(g, Group::Broker(_))).cloned().collect();
             if to.is_empty() {

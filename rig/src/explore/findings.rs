@@ -18,13 +18,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sinkhole_scenario::FaultSpec;
 
 use super::draw::trigger_kind;
 
 /// What makes two failures one finding.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Signature {
     /// The failing mode (`legacy`, `legacy~restore-off-by-one`, …).
     pub mode: String,
@@ -56,10 +56,16 @@ impl Signature {
 }
 
 /// One finding: the first failure of its signature, saved as a scenario.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     /// 1, 2, …: the `NN` of its file.
     pub n: usize,
+    /// The campaign's run (1-based) that first showed it.
+    pub run: u32,
+    /// Campaign time when that run ended, ms (its shrink not counted): how long the
+    /// exploration took to find it. Across hosts, each shard's own campaign time: the shards
+    /// run at once.
+    pub at_ms: u64,
     pub signature: Signature,
     /// `Signature::text`, for people and grep.
     pub key: String,
@@ -132,7 +138,7 @@ pub fn file_name(n: usize, anomaly: &str) -> String {
 }
 
 /// One cell of the coverage: a fault kind under a trigger kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cell {
     pub fault_kind: String,
     pub trigger: String,
@@ -160,6 +166,17 @@ impl Coverage {
             c.0 += 1;
             c.1 += u32::from(failed);
         }
+    }
+
+    /// The coverage the cells say (a merge's sum of its shards').
+    pub fn of_cells(cells: &[Cell]) -> Coverage {
+        let mut c = Coverage::default();
+        for x in cells {
+            let e = c.cells.entry((x.fault_kind.clone(), x.trigger.clone())).or_default();
+            e.0 += x.runs;
+            e.1 += x.hits;
+        }
+        c
     }
 
     /// The cells, by fault kind then trigger.

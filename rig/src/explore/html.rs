@@ -36,10 +36,17 @@ pub fn render_html(e: &Explored) -> String {
         esc(&e.scenario),
         esc(&e.scenario)
     );
+    if !e.merged_from.is_empty() {
+        let from: Vec<String> = e.merged_from.iter().map(|d| esc(&d.display().to_string())).collect();
+        let _ = writeln!(h, "<p class=\"meta\">{} shards merged: {}</p>", from.len(), from.join(", "));
+    } else if let Some(s) = e.shard {
+        let _ = writeln!(h, "<p class=\"meta\">shard {s} of a campaign across hosts</p>");
+    }
     let stop = match e.stop {
         Stop::Running => "still running (written after every run)",
         Stop::Runs => "every run of the budget made",
         Stop::Time => "the time budget ran out",
+        Stop::Found => "every mutant judged was found (--until-found)",
     };
     let _ = writeln!(
         h,
@@ -56,7 +63,11 @@ pub fn render_html(e: &Explored) -> String {
         e.inconclusive,
         e.rig_errors
     );
+    if let Some(m) = super::report::memory_line(e) {
+        let _ = writeln!(h, "<p class=\"meta\">{}</p>", esc(&m));
+    }
     findings(&mut h, e);
+    detection(&mut h, e);
     coverage(&mut h, e);
     runs(&mut h, e);
     h.push_str("</body></html>\n");
@@ -95,6 +106,17 @@ fn findings(h: &mut String, e: &Explored) {
             esc(&file.display().to_string()),
             f.seed
         );
+    }
+    h.push_str("</table>\n");
+}
+
+/// Each mode judged and how long the campaign took to find it: a mutant's row is the
+/// exploration's detection power, a faithful mode's should say "no finding".
+fn detection(h: &mut String, e: &Explored) {
+    h.push_str("<h2>Detection</h2>\n<table><tr><th>mode</th><th>first finding</th></tr>\n");
+    for d in &e.detection {
+        let class = if d.first.is_some() { "hit" } else { "none" };
+        let _ = writeln!(h, "<tr><td>{}</td><td class=\"{class}\">{}</td></tr>", esc(&d.mode), esc(&d.words()));
     }
     h.push_str("</table>\n");
 }

@@ -28,6 +28,7 @@
 pub mod draw;
 pub mod findings;
 pub mod html;
+pub mod merge;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -64,6 +65,23 @@ pub struct ExploreArgs {
     pub modes: Vec<String>,
     /// At most this many shrink runs per finding (0: keep the failing run's faults as they were).
     pub shrink_runs: u32,
+    /// Stop as soon as every mutant judged has a finding (without a mutant, every mode): a
+    /// detection measurement, how long until each mutant is found.
+    pub until_found: bool,
+    /// One host's share of a campaign across hosts: shard I of N makes the runs with seeds
+    /// S+I-1, S+I-1+N, S+I-1+2N, … (`--seed` required), so N hosts with the same arguments
+    /// never draw the same schedule, and `sinkhole merge` joins their directories ([`merge`]).
+    pub shard: Option<crate::matrix::shard::Shard>,
+}
+
+impl ExploreArgs {
+    /// The seed of run `i` (0-based).
+    pub fn seed_of(&self, first: u64, i: u32) -> u64 {
+        match self.shard {
+            Some(s) => first.wrapping_add(u64::from(s.index - 1)).wrapping_add(u64::from(i) * u64::from(s.count)),
+            None => first.wrapping_add(u64::from(i)),
+        }
+    }
 }
 
 /// The campaign's input, checked: the scenario and the modes to judge.
@@ -83,6 +101,12 @@ pub fn check(args: &ExploreArgs) -> Result<Checked, String> {
     }
     if args.time.is_zero() {
         return Err("--time 0: an exploration needs time to run in (e.g. --time 30m)".into());
+    }
+    if let (Some(s), None) = (args.shard, args.seed) {
+        return Err(format!(
+            "--shard {s} needs --seed: the shards of one campaign split the seeds from one first seed, \
+             the same on every host"
+        ));
     }
     let s = sinkhole_scenario::load(&args.scenario).map_err(|e| e.render())?;
     check_scenario(s, &args.modes, &args.scenario)
@@ -148,16 +172,16 @@ pub async fn explore(args: ExploreArgs) -> Result<Explored, RunError> {
     }
     let first_seed = args.seed.unwrap_or_else(rand::random);
     let mut c = Campaign::new(args, checked, dir, first_seed);
+    let shard = c.args.shard.map(|s| format!("shard {s}, ")).unwrap_or_default();
     say(&format!(
-        "{} ({}), modes {}: at most {} run(s) in {}, seeds {}, {}, … (run i: seed {}+i-1); results in {}",
+        "{} ({}), modes {}: at most {} run(s) in {}, {shard}seeds {}, {}, …; results in {}",
         c.checked.scenario.name,
         c.args.scenario.display(),
         c.checked.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
         c.args.runs,
         crate::matrix::human_duration(c.args.time.as_millis() as u64),
-        first_seed,
-        first_seed.wrapping_add(1),
-        first_seed,
+        c.args.seed_of(first_seed, 0),
+        c.args.seed_of(first_seed, 1),
         c.dir.display()
     ));
     c.quiet_runs();
@@ -176,6 +200,7 @@ struct Campaign {
     dir: PathBuf,
     first_seed: u64,
     t0: Instant,
+    rss_start: Option<u64>,
     rows: Vec<RunRow>,
     findings: Findings,
     /// Unshrunk signatures already kept (as the run showed them): a run that
@@ -193,6 +218,7 @@ impl Campaign {
             dir,
             first_seed,
             t0: Instant::now(),
+            rss_start: sinkhole_base::memory::rss_bytes(),
             rows: Vec::new(),
             findings: Findings::default(),
             raw: Vec::new(),
@@ -225,14 +251,35 @@ impl Campaign {
                 break;
             }
             self.one_run(i).await?;
+            if self.args.until_found && self.all_found() {
+                self.stop = Stop::Found;
+                say(&format!("every mutant judged has a finding after {} run(s) (--until-found)", i + 1));
+                break;
+            }
         }
         Ok(())
     }
 
+    /// `--until-found`'s test: every mutant judged has a finding (the faithful modes judged
+    /// beside them are their reference, which should never have one); without a mutant, every
+    /// mode.
+    fn all_found(&self) -> bool {
+        let d = self.detection();
+        let mutants: Vec<_> =
+            d.iter().filter(|x| SinkMode::parse(&x.mode).is_some_and(|m| m.mutant().is_some())).collect();
+        let wanted = if mutants.is_empty() { d.iter().collect() } else { mutants };
+        wanted.iter().all(|x| x.first.is_some())
+    }
+
+    /// Each mode judged, and its first finding.
+    fn detection(&self) -> Vec<report::Detection> {
+        report::detection(&self.checked.modes, &self.findings.list, self.rows.len() as u32)
+    }
+
     /// Run `i`: draw, write, run, judge each mode, keep the findings.
     async fn one_run(&mut self, i: u32) -> Result<(), RunError> {
-        let seed = self.first_seed.wrapping_add(u64::from(i));
-        let drawn = draw::draw(&self.checked.scenario, seed);
+        let seed = self.args.seed_of(self.first_seed, i);
+        let drawn = draw::draw(&self.checked.scenario, seed, draw::Outages::for_modes(&self.checked.modes));
         let file = self.dir.join("schedules").join(format!("run-{:03}.yaml", i + 1));
         let mut s = self.checked.scenario.clone();
         s.faults = drawn.faults.clone();
@@ -257,12 +304,19 @@ impl Campaign {
         };
         let mut row = RunRow::new(i + 1, seed, &drawn);
         match run::run_on(&rargs, None, None).await {
-            Ok(sum) => self.judge(&mut row, &sum, &drawn.faults).await?,
+            Ok(sum) => {
+                // When the run ended: each of its findings' detection time (shrinks not counted).
+                let ended_ms = self.t0.elapsed().as_millis() as u64;
+                self.judge(&mut row, &sum, &drawn.faults, ended_ms).await?
+            }
             // The first run's bad input is the campaign's; a later one is this schedule's.
             Err(RunError::BadInput(e)) if i == 0 => return Err(RunError::BadInput(e)),
             Err(RunError::BadInput(e) | RunError::Failed(e)) => row.error = Some(format!("{e:#}")),
         }
         self.coverage.add(&drawn.faults, !row.findings.is_empty());
+        // The run's memory is free now: handed back, what stays resident is what the campaign holds.
+        sinkhole_base::memory::release_freed();
+        row.rss_bytes = sinkhole_base::memory::rss_bytes();
         say(&self.progress_line(&row));
         self.rows.push(row);
         self.write(Stop::Running)?;
@@ -270,13 +324,19 @@ impl Campaign {
     }
 
     /// Each mode of a finished run: a pass, an inconclusive, a rig error or a finding.
-    async fn judge(&mut self, row: &mut RunRow, sum: &Summary, faults: &[FaultSpec]) -> Result<(), RunError> {
+    async fn judge(
+        &mut self,
+        row: &mut RunRow,
+        sum: &Summary,
+        faults: &[FaultSpec],
+        ended_ms: u64,
+    ) -> Result<(), RunError> {
         row.run_id = Some(sum.run_id.clone());
         row.dir = Some(sum.dir.clone());
         for m in &sum.modes {
             row.modes.push(report::ModeRow { mode: m.mode.name().to_string(), outcome: m.outcome, words: m.words() });
             if m.outcome == Outcome::Fail {
-                let n = self.finding(sum, m, faults).await?;
+                let n = self.finding(sum, m, faults, ended_ms).await?;
                 row.findings.push(n);
             }
         }
@@ -284,7 +344,13 @@ impl Campaign {
     }
 
     /// A failing mode: the finding it is (its number), new or seen before.
-    async fn finding(&mut self, sum: &Summary, m: &ModeSummary, faults: &[FaultSpec]) -> Result<usize, RunError> {
+    async fn finding(
+        &mut self,
+        sum: &Summary,
+        m: &ModeSummary,
+        faults: &[FaultSpec],
+        found_at_ms: u64,
+    ) -> Result<usize, RunError> {
         let kinds = shrink::failure_kinds(m);
         let anomaly = kinds.first().cloned().unwrap_or_else(|| "unmet".to_string());
         let mode = m.mode.name();
@@ -313,6 +379,8 @@ impl Campaign {
         self.save(sum, m, &minimal, &sig, &path)?;
         self.findings.push(Finding {
             n,
+            run: self.rows.len() as u32 + 1,
+            at_ms: found_at_ms,
             key: sig.text(),
             signature: sig,
             mode: m.mode.name().to_string(),
@@ -397,7 +465,7 @@ impl Campaign {
             row.modes.iter().map(|m| format!("{} {}", m.mode, m.words)).collect::<Vec<_>>().join("; ")
         };
         format!(
-            "run {}/{} [{}] seed {}: {} fault(s) → {}; findings so far {}, inconclusive {}",
+            "run {}/{} [{}] seed {}: {} fault(s) → {}; findings so far {}, inconclusive {}{}",
             row.i,
             self.args.runs,
             crate::matrix::human_duration(self.t0.elapsed().as_millis() as u64),
@@ -405,7 +473,8 @@ impl Campaign {
             row.faults,
             verdicts,
             self.findings.list.len(),
-            self.rows.iter().chain([row]).map(RunRow::inconclusive).sum::<usize>()
+            self.rows.iter().chain([row]).map(RunRow::inconclusive).sum::<usize>(),
+            row.rss_bytes.map(|b| format!("; {} MB resident", (b + (1 << 19)) >> 20)).unwrap_or_default()
         )
     }
 
@@ -417,15 +486,19 @@ impl Campaign {
             dir: self.dir.clone(),
             modes: self.checked.modes.iter().map(|m| m.name().to_string()).collect(),
             first_seed: self.first_seed,
+            shard: self.args.shard,
+            merged_from: Vec::new(),
             runs_budget: self.args.runs,
             time_budget_ms: self.args.time.as_millis() as u64,
             shrink_runs: self.args.shrink_runs,
+            rss_start_bytes: self.rss_start,
             stop,
             wall_ms: self.t0.elapsed().as_millis() as u64,
             runs_done: self.rows.len() as u32,
             inconclusive: self.rows.iter().map(RunRow::inconclusive).sum(),
             rig_errors: self.rows.iter().map(RunRow::errors).sum(),
             findings: self.findings.list.clone(),
+            detection: self.detection(),
             coverage: self.coverage.cells(),
             coverage_text: self.coverage.render(),
             runs: self.rows.clone(),

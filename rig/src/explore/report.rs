@@ -3,14 +3,14 @@
 //! is what a person reads in the morning: the findings, then the coverage.
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sinkhole_checker::verdict::Outcome;
 
 use super::draw::Drawn;
 use super::findings::{Cell, Finding};
 
 /// Why the campaign stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stop {
     /// Still running when the file was written (it is written after every
@@ -20,10 +20,70 @@ pub enum Stop {
     Runs,
     /// `--time` was spent first.
     Time,
+    /// `--until-found`: every mutant judged (or, without one, every mode) had a finding.
+    Found,
+}
+
+/// A mode judged, and how long the campaign took to find it: the detection power of the
+/// exploration for a mutant, or the false alarms for a faithful mode (which should have none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Detection {
+    pub mode: String,
+    /// Its first finding, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<FirstFound>,
+    /// Runs made so far (the runs it was judged in).
+    pub runs: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstFound {
+    /// The finding's number.
+    pub finding: usize,
+    /// The run that showed it (1-based), and its seed.
+    pub run: u32,
+    #[serde(default)]
+    pub seed: u64,
+    /// Campaign time when that run ended, ms.
+    pub at_ms: u64,
+}
+
+impl Detection {
+    /// `finding 01 in run 3 of 12 (seed 6002), after 10m25s`, or `no finding in 12 run(s)`.
+    pub fn words(&self) -> String {
+        match &self.first {
+            Some(f) => format!(
+                "finding {:02} in run {} of {} (seed {}), after {}",
+                f.finding,
+                f.run,
+                self.runs,
+                f.seed,
+                crate::matrix::human_duration(f.at_ms)
+            ),
+            None => format!("no finding in {} run(s)", self.runs),
+        }
+    }
+}
+
+/// Each of `modes` with its earliest finding among `findings`.
+pub fn detection(modes: &[sinkhole_model::SinkMode], findings: &[Finding], runs: u32) -> Vec<Detection> {
+    modes
+        .iter()
+        .map(|m| Detection {
+            mode: m.name().to_string(),
+            first: findings.iter().filter(|f| f.mode == m.name()).min_by_key(|f| f.at_ms).map(|f| FirstFound {
+                finding: f.n,
+                run: f.run,
+                seed: f.seed,
+                at_ms: f.at_ms,
+            }),
+            runs,
+        })
+        .collect()
 }
 
 /// One mode of one run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModeRow {
     pub mode: String,
     pub outcome: Outcome,
@@ -31,7 +91,7 @@ pub struct ModeRow {
 }
 
 /// One run of the campaign.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRow {
     /// 1-based.
     pub i: u32,
@@ -54,6 +114,10 @@ pub struct RunRow {
     /// The run did not finish (the rig's own failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The campaign process's resident set after the run, freed memory handed back
+    /// (`sinkhole_base::memory`), bytes: flat over a long campaign, or a leak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
 }
 
 impl RunRow {
@@ -74,6 +138,7 @@ impl RunRow {
             modes: Vec::new(),
             findings: Vec::new(),
             error: None,
+            rss_bytes: None,
         }
     }
 
@@ -93,16 +158,25 @@ impl RunRow {
 }
 
 /// `explore.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Explored {
     pub scenario: String,
     pub source: PathBuf,
     pub dir: PathBuf,
     pub modes: Vec<String>,
     pub first_seed: u64,
+    /// This host's shard of a campaign across hosts (`--shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::matrix::shard::Shard>,
+    /// For `sinkhole merge`'s result: the shards' directories, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<PathBuf>,
     pub runs_budget: u32,
     pub time_budget_ms: u64,
     pub shrink_runs: u32,
+    /// The process's resident set when the campaign began, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_start_bytes: Option<u64>,
     pub stop: Stop,
     pub wall_ms: u64,
     pub runs_done: u32,
@@ -111,6 +185,9 @@ pub struct Explored {
     /// Modes (or whole runs) the rig could not run through.
     pub rig_errors: usize,
     pub findings: Vec<Finding>,
+    /// Each mode judged, and when it was first found.
+    #[serde(default)]
+    pub detection: Vec<Detection>,
     /// Fault kind × trigger kind: runs with it, and of those the runs with a finding.
     pub coverage: Vec<Cell>,
     /// The same, as the printed table.
@@ -120,8 +197,13 @@ pub struct Explored {
 
 /// The table printed at the end.
 pub fn render(e: &Explored) -> String {
+    let shards = match (e.merged_from.len(), e.shard) {
+        (0, Some(s)) => format!(" [shard {s}]"),
+        (0, None) => String::new(),
+        (n, _) => format!(" [{n} shards merged]"),
+    };
     let mut out = format!(
-        "{} runs of {} in {} ({}): {} finding(s), {} inconclusive mode run(s), {} rig error(s)\n",
+        "{} runs of {}{shards} in {} ({}): {} finding(s), {} inconclusive mode run(s), {} rig error(s)\n",
         e.runs_done,
         e.scenario,
         crate::matrix::human_duration(e.wall_ms),
@@ -129,6 +211,7 @@ pub fn render(e: &Explored) -> String {
             Stop::Running => "still running",
             Stop::Runs => "every run made",
             Stop::Time => "the time budget ran out",
+            Stop::Found => "every mutant judged was found",
         },
         e.findings.len(),
         e.inconclusive,
@@ -153,10 +236,38 @@ pub fn render(e: &Explored) -> String {
             ));
         }
     }
+    if !e.detection.is_empty() {
+        out.push_str("\ndetection: each mode judged and its first finding\n");
+        let width = e.detection.iter().map(|d| d.mode.len()).max().unwrap_or(0);
+        for d in &e.detection {
+            out.push_str(&format!("  {:<width$}  {}\n", d.mode, d.words()));
+        }
+    }
     if !e.coverage.is_empty() {
         out.push_str("\ncoverage: runs with a finding / runs with the fault kind at that trigger\n");
         out.push_str(&e.coverage_text);
     }
+    if let Some(m) = memory_line(e) {
+        out.push_str(&format!("\n{m}\n"));
+    }
     out.push_str(&format!("\n{}\n", e.dir.join(super::JSON_FILE).display()));
     out
+}
+
+/// `memory: 41 MB at the start, 63 MB after run 1, 64 MB after run 40 (at most 66 MB)`: the
+/// resident set between runs, freed memory handed back.
+pub fn memory_line(e: &Explored) -> Option<String> {
+    let mb = |b: u64| (b + (1 << 19)) >> 20;
+    let after: Vec<(u32, u64)> = e.runs.iter().filter_map(|r| r.rss_bytes.map(|b| (r.i, b))).collect();
+    let (first, last) = (after.first()?, after.last()?);
+    let max = after.iter().map(|(_, b)| *b).max()?;
+    let start = e.rss_start_bytes.map(|b| format!("{} MB at the start, ", mb(b))).unwrap_or_default();
+    Some(format!(
+        "memory between runs: {start}{} MB after run {}, {} MB after run {} (at most {} MB)",
+        mb(first.1),
+        first.0,
+        mb(last.1),
+        last.0,
+        mb(max)
+    ))
 }

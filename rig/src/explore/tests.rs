@@ -4,7 +4,7 @@ use std::time::Duration;
 use sinkhole_checker::verdict::Outcome;
 use sinkhole_scenario::{FaultKind, FaultSpec, Scenario, When};
 
-use super::draw::{checkpoint_of, draw, schedule_of, trigger_kind};
+use super::draw::{checkpoint_of, draw, schedule_of, trigger_kind, Outages};
 use super::findings::{file_name, Coverage, Findings, Signature};
 use super::{check, check_scenario, ExploreArgs};
 
@@ -28,9 +28,9 @@ const THREE_BROKERS: &str = "name: s\ncluster: {brokers: 3, kafka: 4.4.0}\n\
 fn the_same_seed_draws_the_same_schedule_and_another_seed_another() {
     let s = scenario(ONE_BROKER);
     for seed in [0, 1, 42, u64::MAX] {
-        assert_eq!(draw(&s, seed), draw(&s, seed), "seed {seed}");
+        assert_eq!(draw(&s, seed, Outages::Short), draw(&s, seed, Outages::Short), "seed {seed}");
     }
-    let lists: Vec<Vec<FaultSpec>> = (0..10).map(|seed| draw(&s, seed).faults).collect();
+    let lists: Vec<Vec<FaultSpec>> = (0..10).map(|seed| draw(&s, seed, Outages::Short).faults).collect();
     let distinct = lists.iter().filter(|l| lists.iter().filter(|m| m == l).count() == 1).count();
     assert!(distinct >= 9, "ten seeds gave only {distinct} distinct schedules");
     assert!(lists.iter().all(|l| !l.is_empty()), "a seed drew no fault over 30 s of job time");
@@ -42,7 +42,7 @@ fn live_readers_get_one_or_two_reader_faults_of_their_own_and_the_rest_is_drawn_
     let with = scenario(&ONE_BROKER.replace("modes:", "readers: {count: 2, mode: subscribe}\nmodes:"));
     let mut kinds = std::collections::BTreeSet::new();
     for seed in 0..20 {
-        let (plain, d) = (draw(&s, seed), draw(&with, seed));
+        let (plain, d) = (draw(&s, seed, Outages::Short), draw(&with, seed, Outages::Short));
         let readers: Vec<&FaultSpec> = d.faults.iter().filter(|f| f.kind.name().ends_with("-readers")).collect();
         assert!((1..=2).contains(&readers.len()), "seed {seed}: {readers:?}");
         assert_eq!(d.faults[..d.faults.len() - readers.len()], plain.faults[..], "seed {seed}: the rest as before");
@@ -63,7 +63,7 @@ fn live_readers_get_one_or_two_reader_faults_of_their_own_and_the_rest_is_drawn_
 fn the_scenarios_own_faults_are_not_kept() {
     let s = scenario(ONE_BROKER);
     for seed in 0..10 {
-        let d = draw(&s, seed);
+        let d = draw(&s, seed, Outages::Short);
         assert!(d.faults.iter().all(|f| f.name.as_deref().is_some_and(|n| n.starts_with("explore-"))), "seed {seed}");
     }
 }
@@ -74,7 +74,7 @@ fn every_drawn_fault_is_one_the_scenario_accepts_within_the_window() {
         let s = scenario(text);
         let r = schedule_of(&s);
         for seed in 0..15 {
-            let d = draw(&s, seed);
+            let d = draw(&s, seed, Outages::Short);
             let mut whole = s.clone();
             whole.faults = d.faults.clone();
             let yaml = serde_saphyr::to_string(&whole).unwrap();
@@ -98,7 +98,7 @@ fn draws_spread_over_kinds_and_checkpoint_phases_the_cluster_can_host() {
         let mut kinds = std::collections::BTreeSet::new();
         let mut triggers = std::collections::BTreeSet::new();
         for seed in 0..40 {
-            for f in draw(&s, seed).faults {
+            for f in draw(&s, seed, Outages::Short).faults {
                 kinds.insert(f.kind.kind());
                 triggers.insert(trigger_kind(&f.when));
             }
@@ -140,7 +140,7 @@ fn draws_spread_over_kinds_and_checkpoint_phases_the_cluster_can_host() {
 fn without_the_proxy_no_network_or_protocol_fault_is_drawn() {
     let s = scenario(&ONE_BROKER.replace("kafka: 4.4.0}", "kafka: 4.4.0, proxy: false}"));
     for seed in 0..20 {
-        for f in draw(&s, seed).faults {
+        for f in draw(&s, seed, Outages::Short).faults {
             assert!(!f.kind.kind().needs_proxy(), "seed {seed}: {:?}", f.kind.kind());
         }
     }
@@ -183,6 +183,8 @@ fn a_signature_is_mode_anomaly_kinds_and_triggers_not_times_or_targets() {
 fn finding(sig: &Signature, seed: u64, path: &str, runs: &[&str]) -> super::findings::Finding {
     super::findings::Finding {
         n: 1,
+        run: 1,
+        at_ms: 42_000,
         key: sig.text(),
         signature: sig.clone(),
         mode: sig.mode.clone(),
@@ -239,6 +241,15 @@ fn coverage_counts_each_pair_once_per_run_and_hits_for_failed_runs() {
     assert!(text.lines().any(|l| l.starts_with("kill-workers") && l.contains("1/2") && l.contains('-')), "{text}");
 }
 
+/// A scenario file `ONE_BROKER` in a directory of its own (removed by the caller).
+fn scenario_file(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("sinkhole-explore-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, ONE_BROKER).unwrap();
+    (dir, file)
+}
+
 fn args(file: &Path) -> ExploreArgs {
     ExploreArgs {
         scenario: file.to_path_buf(),
@@ -248,15 +259,14 @@ fn args(file: &Path) -> ExploreArgs {
         results: "results".into(),
         modes: vec![],
         shrink_runs: 2,
+        until_found: false,
+        shard: None,
     }
 }
 
 #[test]
 fn bad_input_is_refused_with_what_is_wrong() {
-    let dir = std::env::temp_dir().join(format!("sinkhole-explore-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("s.yaml");
-    std::fs::write(&file, ONE_BROKER).unwrap();
+    let (dir, file) = scenario_file("test");
     // Without --mode: the modes that have an expectation (at-least-once has none).
     let ok = check(&args(&file)).unwrap();
     assert_eq!(ok.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy", "twopc-inject"]);
@@ -295,7 +305,7 @@ fn broker_faults_are_drawn_far_enough_apart_for_the_broker_to_come_back() {
     let mut spaced = 0;
     let mut pairs = 0;
     for seed in 0..40 {
-        let d = draw(&s, seed);
+        let d = draw(&s, seed, Outages::Short);
         spaced += d.spaced;
         // A fault on checkpoint n's event was drawn within one interval after n × interval.
         let times: Vec<(u64, u64)> = d
@@ -339,15 +349,23 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         dir: "results/explore-x".into(),
         modes: vec!["legacy".into()],
         first_seed: 7,
+        shard: None,
+        merged_from: vec![],
         runs_budget: 3,
         time_budget_ms: 60_000,
         shrink_runs: 2,
+        rss_start_bytes: Some(41 << 20),
         stop: Stop::Time,
         wall_ms: 61_000,
         runs_done: 2,
         inconclusive: 1,
         rig_errors: 0,
         findings: vec![finding(&sig, 8, "results/explore-x/found/01-lost.yaml", &["s-1-8", "s-2-9"])],
+        detection: super::report::detection(
+            &[sinkhole_model::SinkMode::Legacy, sinkhole_model::SinkMode::TwopcInject],
+            &[finding(&sig, 8, "results/explore-x/found/01-lost.yaml", &["s-1-8"])],
+            2,
+        ),
         coverage: cov.cells(),
         coverage_text: cov.render(),
         runs: vec![RunRow {
@@ -366,6 +384,7 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
             }],
             findings: vec![1],
             error: None,
+            rss_bytes: Some(63 << 20),
         }],
     };
     let t = render(&e);
@@ -376,6 +395,13 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         "{t}"
     );
     assert!(t.lines().any(|l| l.starts_with("kill-workers") && l.ends_with("1/1")), "{t}");
+    // Detection: the mode found, with its run and time, and the one never found.
+    assert!(t.contains("  legacy        finding 01 in run 1 of 2 (seed 8), after 42.0s\n"), "{t}");
+    assert!(t.contains("  twopc-inject  no finding in 2 run(s)\n"), "{t}");
+    assert!(
+        t.contains("memory between runs: 41 MB at the start, 63 MB after run 1, 63 MB after run 1 (at most 63 MB)"),
+        "{t}"
+    );
 
     // explore.html: the same findings with their replay, the grid with the hit marked, each run
     // with its verdicts in words and a link to its report; user text escaped.
@@ -388,6 +414,9 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(h.contains("<th>checkpoint_persisted</th>") && h.contains("<td class=\"hit\">1/1</td>"), "{h}");
     assert!(h.contains("<a href=\"runs/s-1-8/report.html\">1</a>"), "{h}");
     assert!(h.contains("(0 refused, 1 spaced)"), "{h}");
+    assert!(h.contains("<td>legacy</td><td class=\"hit\">finding 01 in run 1 of 2 (seed 8), after 42.0s</td>"), "{h}");
+    assert!(h.contains("<td>twopc-inject</td><td class=\"none\">no finding in 2 run(s)</td>"), "{h}");
+    assert!(h.contains("memory between runs: 41 MB at the start"), "{h}");
     assert!(h.contains("legacy: <span class=\"fail\">LOST 3 — expected &lt;clean&gt;</span>"), "{h}");
     assert!(!h.contains("<clean>"), "escaped");
 }
@@ -397,7 +426,7 @@ fn protocol_faults_wait_for_a_checkpoint_event_on_any_init_id_and_no_two_faults_
     let s = scenario(ONE_BROKER);
     let (mut protocol, mut inits) = (0, 0);
     for seed in 0..30 {
-        let d = draw(&s, seed);
+        let d = draw(&s, seed, Outages::Short);
         let mut events = Vec::new();
         for f in &d.faults {
             if f.kind.kind().family() == sinkhole_scenario::Family::Protocol {
@@ -426,4 +455,228 @@ fn protocol_faults_wait_for_a_checkpoint_event_on_any_init_id_and_no_two_faults_
         }
     }
     assert!(protocol > 0 && inits > 0, "no protocol fault on InitProducerId drawn: the test shows nothing");
+}
+
+#[test]
+fn outages_past_the_timeout_only_when_every_mode_judged_opens_with_enable_2pc() {
+    use sinkhole_model::{Mutant, SinkMode};
+    let drop_flag = SinkMode::Mutant(Mutant::Drop2pcFlag);
+    assert_eq!(Outages::for_modes(&[SinkMode::TwopcInject, drop_flag, SinkMode::Kip939]), Outages::PastTimeout);
+    assert_eq!(Outages::for_modes(&[SinkMode::TwopcInject, SinkMode::Legacy]), Outages::Short);
+    assert_eq!(Outages::for_modes(&[SinkMode::Mutant(Mutant::AssumeCommitted)]), Outages::Short);
+    assert_eq!(Outages::for_modes(&[SinkMode::PlainTxn]), Outages::Short);
+    assert_eq!(Outages::for_modes(&[]), Outages::Short);
+}
+
+#[test]
+fn an_outage_past_the_timeout_is_drawn_one_run_in_three_on_a_persisted_checkpoint_with_its_premise() {
+    let s = scenario(&ONE_BROKER.replace("transaction_timeout_ms: 60000", "transaction_timeout_ms: 10000"));
+    let timing = sinkhole_scenario::Timing::of(&s);
+    let mut long = 0;
+    for seed in 0..60 {
+        let (short, d) = (draw(&s, seed, Outages::Short), draw(&s, seed, Outages::PastTimeout));
+        let outages: Vec<&FaultSpec> =
+            d.faults.iter().filter(|f| f.name.as_deref().is_some_and(|n| n.ends_with("-past-timeout"))).collect();
+        assert!(outages.len() <= 1, "seed {seed}: {outages:?}");
+        assert!(short.faults.iter().all(|f| f.kind.kind() != FaultKind::JobOutage || f.duration_ms < Some(timing.transaction_timeout_ms())), "seed {seed}: short outages only");
+        let Some(o) = outages.first() else {
+            assert_eq!(d.faults, short.faults, "seed {seed}: without the outage, the draw is what it was");
+            continue;
+        };
+        long += 1;
+        assert_eq!(o.kind.kind(), FaultKind::JobOutage, "seed {seed}");
+        let n = match o.when {
+            When::CheckpointPersisted(n) => n,
+            ref w => panic!("seed {seed}: {w:?}"),
+        };
+        let ms = o.duration_ms.unwrap();
+        assert!(ms > timing.look_after_ms() && ms <= timing.look_after_ms() + 5_000, "seed {seed}: {ms} ms");
+        // No other fault on its checkpoint, and no timed fault while the job is down.
+        assert!(d.faults.iter().filter(|f| checkpoint_of(&f.when) == Some(n)).count() == 1, "seed {seed}");
+        let start = (n - 1) * s.job.checkpoint_interval_ms;
+        for f in &d.faults {
+            if let When::AtMs(t) = f.when {
+                assert!(
+                    t < start || t > n * 1000 + ms,
+                    "seed {seed}: a fault at {t} ms inside the outage from checkpoint {n}"
+                );
+            }
+        }
+        // The drawn scenario is valid, and the default premise gives twopc-inject
+        // `outlives_timeout` of the outage's checkpoint.
+        let mut whole = s.clone();
+        whole.faults = d.faults.clone();
+        let yaml = serde_saphyr::to_string(&whole).unwrap();
+        let loaded =
+            sinkhole_scenario::from_str(&yaml, "drawn.yaml").unwrap_or_else(|e| panic!("seed {seed}: {}", e.render()));
+        let p = sinkhole_scenario::premise::defaults::explain(&loaded);
+        let twopc = p.iter().find(|m| m.mode == sinkhole_model::SinkMode::TwopcInject).unwrap();
+        assert!(
+            twopc.premises.iter().any(|r| r.premise == format!("outlives_timeout {{checkpoint: {n}}}")),
+            "seed {seed}: {twopc:?}"
+        );
+    }
+    assert!((10..=30).contains(&long), "about one run in three of 60 drew it: {long}");
+}
+
+#[test]
+fn net_bandwidth_is_drawn_now_and_then_in_place_of_a_net_delay() {
+    let s = scenario(ONE_BROKER);
+    let mut n = 0;
+    for seed in 0..200 {
+        for f in draw(&s, seed, Outages::Short).faults {
+            if let sinkhole_scenario::Fault::NetBandwidth(b) = &f.kind {
+                assert!((4_096..=32_768).contains(&b.bytes_per_sec), "seed {seed}: {b:?}");
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 0, "no net-bandwidth in 200 seeds");
+}
+
+#[test]
+fn a_shard_takes_every_nth_seed_and_needs_a_first_seed() {
+    let (dir, file) = scenario_file("shard");
+    let shard = |s: &str| Some(s.parse::<crate::matrix::shard::Shard>().unwrap());
+    let (a, b) =
+        (ExploreArgs { shard: shard("1/3"), ..args(&file) }, ExploreArgs { shard: shard("3/3"), ..args(&file) });
+    assert_eq!((0..3).map(|i| a.seed_of(100, i)).collect::<Vec<_>>(), [100, 103, 106]);
+    assert_eq!((0..3).map(|i| b.seed_of(100, i)).collect::<Vec<_>>(), [102, 105, 108]);
+    assert_eq!((0..3).map(|i| args(&file).seed_of(100, i)).collect::<Vec<_>>(), [100, 101, 102]);
+    let e = check(&ExploreArgs { seed: None, ..a }).unwrap_err();
+    assert!(e.contains("--shard 1/3 needs --seed"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A shard's explore.json as a host leaves it: `runs` (seed, finding numbers), its findings.
+fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings::Finding>) -> super::report::Explored {
+    use super::report::{Explored, RunRow, Stop};
+    let mut cov = Coverage::default();
+    let kill = [fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}")];
+    let rows: Vec<RunRow> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, (seed, f))| {
+            cov.add(&kill, !f.is_empty());
+            RunRow {
+                i: i as u32 + 1,
+                seed: *seed,
+                faults: 1,
+                refused: 0,
+                spaced: 0,
+                schedule: vec!["kill-workers@checkpoint_persisted".into()],
+                run_id: Some(format!("s-{seed}")),
+                dir: None,
+                modes: vec![],
+                findings: f.to_vec(),
+                error: None,
+                rss_bytes: None,
+            }
+        })
+        .collect();
+    Explored {
+        scenario: "s".into(),
+        source: "s.yaml".into(),
+        dir: format!("host{index}/explore-x").into(),
+        modes: vec!["legacy~assume-committed".into(), "legacy~restore-off-by-one".into()],
+        first_seed: 100,
+        shard: Some(crate::matrix::shard::Shard { index, count: 2 }),
+        merged_from: vec![],
+        runs_budget: 10,
+        time_budget_ms: 600_000,
+        shrink_runs: 2,
+        rss_start_bytes: None,
+        stop: Stop::Time,
+        wall_ms: 600_000 + u64::from(index),
+        runs_done: rows.len() as u32,
+        inconclusive: index as usize,
+        rig_errors: 0,
+        detection: vec![],
+        findings,
+        coverage: cov.cells(),
+        coverage_text: cov.render(),
+        runs: rows,
+    }
+}
+
+#[test]
+fn merged_shards_keep_each_signature_once_the_earliest_with_every_hosts_runs() {
+    let k = [fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}")];
+    let lost = Signature::of("legacy~assume-committed", "lost", &k);
+    let off = Signature::of("legacy~restore-off-by-one", "lost", &k);
+    let at = |mut f: super::findings::Finding, n: usize, at_ms: u64, run: u32| {
+        (f.n, f.at_ms, f.run) = (n, at_ms, run);
+        f
+    };
+    // Host 1 (seeds 100, 102, 104) found assume-committed in its 2nd run, after 5 min; host 2
+    // (101, 103) found it too, later, and restore-off-by-one first.
+    let one = shard_of(
+        1,
+        &[(100, &[]), (102, &[1]), (104, &[1])],
+        vec![at(finding(&lost, 102, "h1/found/01-lost.yaml", &["s-102", "s-104"]), 1, 300_000, 2)],
+    );
+    let two = shard_of(
+        2,
+        &[(101, &[1]), (103, &[2])],
+        vec![
+            at(finding(&off, 101, "h2/found/01-lost.yaml", &["s-101"]), 1, 60_000, 1),
+            at(finding(&lost, 103, "h2/found/02-lost.yaml", &["s-103"]), 2, 400_000, 2),
+        ],
+    );
+    let m = super::merge::merge(&[one.clone(), two.clone()], Path::new("out")).unwrap();
+    assert_eq!(
+        m.runs.iter().map(|r| (r.i, r.seed)).collect::<Vec<_>>(),
+        [(1, 100), (2, 101), (3, 102), (4, 103), (5, 104)]
+    );
+    assert_eq!(m.findings.len(), 2, "one finding per signature");
+    let f = &m.findings;
+    assert_eq!((f[0].n, f[0].signature.clone(), f[0].seed, f[0].run), (1, off.clone(), 101, 2));
+    assert_eq!((f[1].n, f[1].signature.clone(), f[1].seed, f[1].run, f[1].at_ms), (2, lost.clone(), 102, 3, 300_000));
+    assert_eq!(f[1].runs, ["s-102", "s-104", "s-103"], "every host's runs of it");
+    assert_eq!(f[1].path, Path::new("h1/found/01-lost.yaml"), "the file stays where its shard saved it");
+    // Each run points at the merged numbers.
+    assert_eq!(
+        m.runs.iter().map(|r| r.findings.clone()).collect::<Vec<_>>(),
+        [vec![], vec![1], vec![2], vec![2], vec![2]]
+    );
+    assert_eq!(
+        m.coverage,
+        [super::findings::Cell {
+            fault_kind: "kill-workers".into(),
+            trigger: "checkpoint_persisted".into(),
+            runs: 5,
+            hits: 4
+        }]
+    );
+    assert_eq!((m.runs_done, m.inconclusive, m.wall_ms, m.merged_from.len()), (5, 3, 600_002, 2));
+    let d: Vec<(String, Option<(usize, u64)>)> =
+        m.detection.iter().map(|d| (d.mode.clone(), d.first.as_ref().map(|x| (x.finding, x.at_ms)))).collect();
+    assert_eq!(
+        d,
+        [
+            ("legacy~assume-committed".to_string(), Some((2, 300_000))),
+            ("legacy~restore-off-by-one".to_string(), Some((1, 60_000)))
+        ]
+    );
+    assert!(
+        super::report::render(&m).starts_with("5 runs of s [2 shards merged] in 10m00s"),
+        "{}",
+        super::report::render(&m)
+    );
+
+    // What keeps shards from being one campaign, each said.
+    let mut other = two.clone();
+    other.scenario = "t".into();
+    other.first_seed = 7;
+    let e = super::merge::merge(&[one.clone(), other], Path::new("out")).unwrap_err();
+    assert!(
+        e.iter().any(|l| l.contains("scenario t, not s")) && e.iter().any(|l| l.contains("--seed 7, not 100")),
+        "{e:?}"
+    );
+    let e = super::merge::merge(&[one.clone(), one.clone()], Path::new("out")).unwrap_err();
+    assert!(e.iter().any(|l| l.contains("shard 1/2 given twice")), "{e:?}");
+    let mut plain = two;
+    plain.shard = None;
+    let e = super::merge::merge(&[one, plain], Path::new("out")).unwrap_err();
+    assert!(e.iter().any(|l| l.contains("not a shard")), "{e:?}");
 }

@@ -73,8 +73,41 @@ fn explore_refuses_bad_input_before_any_run() {
     let o = explore(&["--time", "5x"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("unknown unit"), "{}", stderr(&o));
+    assert_bad_input(&explore(&["--shard", "1/2"]), "--shard 1/2 needs --seed");
+    assert_bad_input(&explore(&["--shard", "3/2", "--seed", "1"]), "expected I/N with 1 ≤ I ≤ N");
     // Nothing was started, nothing written.
     assert!(std::fs::read_dir(results).map(|d| d.count() == 0).unwrap_or(true));
+}
+
+#[test]
+fn merge_refuses_explorations_that_are_not_one_campaigns_shards() {
+    let dir = common::test_dir("merge-explore-bad");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    for (d, scenario, index) in [(&a, "one", 1), (&b, "two", 1)] {
+        std::fs::create_dir_all(d).unwrap();
+        let json = format!(
+            "{{\"scenario\":\"{scenario}\",\"source\":\"s.yaml\",\"dir\":\"x\",\"modes\":[\"legacy\"],\
+             \"first_seed\":5,\"shard\":{{\"index\":{index},\"count\":2}},\"runs_budget\":1,\"time_budget_ms\":1,\
+             \"shrink_runs\":0,\"stop\":\"runs\",\"wall_ms\":1,\"runs_done\":0,\"inconclusive\":0,\"rig_errors\":0,\
+             \"findings\":[],\"detection\":[],\"coverage\":[],\"coverage_text\":\"\",\"runs\":[]}}"
+        );
+        std::fs::write(d.join("explore.json"), json).unwrap();
+    }
+    let out = dir.join("out");
+    let o = sinkhole(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_bad_input(&o, "scenario two, not one");
+    assert_bad_input(&o, "shard 1/2 given twice");
+    assert!(!out.exists(), "nothing written");
+    // Two shards of one campaign merge, with nothing found: exit 0, the page written.
+    let two = std::fs::read_to_string(b.join("explore.json"))
+        .unwrap()
+        .replace("two", "one")
+        .replace("\"index\":1", "\"index\":2");
+    std::fs::write(b.join("explore.json"), two).unwrap();
+    let o = sinkhole(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("0 runs of one [2 shards merged]"), "{o:?}");
+    assert!(out.join("explore.html").is_file() && out.join("explore.json").is_file());
 }
 
 #[test]

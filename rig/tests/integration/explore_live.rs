@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use sinkhole_rig::explore::draw::draw;
+use sinkhole_rig::explore::draw::{draw, Outages};
 use sinkhole_scenario::{Family, FaultKind};
 
 #[test]
@@ -24,7 +24,7 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
         |k: FaultKind| matches!(k, FaultKind::KillWorkers | FaultKind::JobOutage | FaultKind::CoordinatorCrash);
     let seed = (0..200)
         .find(|seed| {
-            let f = draw(&s, *seed).faults;
+            let f = draw(&s, *seed, Outages::Short).faults;
             f.iter().any(|f| restores(f.kind.kind())) && f.iter().all(|f| f.kind.kind().family() != Family::Brokers)
         })
         .expect("a seed that restores the job");
@@ -59,9 +59,24 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert_eq!(saved.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy~restore-off-by-one"]);
     // The binary ran what the library draws for the seed.
     let ran = sinkhole_scenario::load(&dir.join("schedules/run-001.yaml")).unwrap_or_else(|e| panic!("{}", e.render()));
-    assert_eq!(ran.faults, draw(&s, seed).faults);
+    assert_eq!(ran.faults, draw(&s, seed, Outages::Short).faults);
     assert_eq!(saved.faults, ran.faults, "not shrunk: the run's faults");
     assert!(e["coverage"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["hits"] == c["runs"])), "{e}");
+    // The detection: the mutant found in run 1, no later than the campaign's end; the memory
+    // the campaign held after the run, freed memory handed back.
+    let d = &e["detection"][0];
+    assert_eq!(
+        (d["mode"].as_str(), d["first"]["run"].as_u64(), d["first"]["seed"].as_u64()),
+        (Some("legacy~restore-off-by-one"), Some(1), Some(seed)),
+        "{e}"
+    );
+    assert!(d["first"]["at_ms"].as_u64().is_some_and(|t| t > 0 && t <= e["wall_ms"].as_u64().unwrap()), "{e}");
+    assert!(stdout.contains("legacy~restore-off-by-one  finding 01 in run 1 of 1"), "{stdout}");
+    let rss = e["runs"][0]["rss_bytes"].as_u64().expect("the resident set after the run");
+    assert!(rss > 1 << 20 && e["rss_start_bytes"].as_u64().is_some(), "{e}");
+    assert!(stdout.contains("memory between runs: "), "{stdout}");
+    // librdkafka's own lines stay off the console (the run's log has them).
+    assert!(!stderr.contains("librdkafka"), "{stderr}");
     // explore.html beside it: the finding with its file and replay, the run linked to its report.
     let page = std::fs::read_to_string(dir.join("explore.html")).unwrap();
     assert!(page.contains("<a href=\"found/01-lost.yaml\">"), "{page}");
