@@ -17,6 +17,23 @@ pub fn rss_bytes() -> Option<u64> {
     Some(pages * u64::try_from(page).ok()?)
 }
 
+/// The bytes the allocator has handed out and not had back (glibc's `mallinfo2`: in use in
+/// its arenas plus its own mmapped blocks), if the allocator says. Beside [`rss_bytes`] it
+/// tells a leak (this grows) from an allocator that keeps what was freed (this stays, the
+/// resident set grows).
+pub fn heap_in_use_bytes() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's own counters.
+        let m = unsafe { libc::mallinfo2() };
+        Some((m.uordblks + m.hblkhd) as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
 /// Returns the allocator's free pages to the kernel (glibc's `malloc_trim`); a no-op where the
 /// allocator is another.
 pub fn release_freed() {
@@ -41,11 +58,14 @@ mod tests {
         let mut blocks: Vec<Vec<u8>> = (0..2048).map(|i| vec![i as u8; 32 << 10]).collect();
         let held = rss_bytes().unwrap();
         assert!(held >= before + (48 << 20), "{before} → {held}");
+        let in_use = heap_in_use_bytes().expect("glibc's counters");
+        assert!(in_use >= 64 << 20, "{in_use}");
         let last = blocks.pop();
         drop(blocks);
         release_freed();
         let after = rss_bytes().unwrap();
         assert!(after < held - (32 << 20), "freed and trimmed: {held} → {after}");
+        assert!(heap_in_use_bytes().unwrap() < in_use - (60 << 20), "freed blocks are not in use");
         drop(last);
     }
 }

@@ -23,7 +23,8 @@ use sinkhole_model::record;
 
 use super::Series;
 
-/// After a stop: the tail ends once no record arrived for this long …
+/// After a stop: the tail ends once no record arrived for this long (once it has seen one: a
+/// tail that has seen none yet waits for its first, unless the topic is empty) …
 pub const QUIET: Duration = Duration::from_millis(1000);
 /// … or at the latest this long after the stop.
 pub const GRACE: Duration = Duration::from_secs(10);
@@ -78,7 +79,10 @@ impl Tail {
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("sinkhole-tail".into())
-            .spawn(move || follow(consumer, &flag))
+            .spawn({
+                let topic = topic.to_string();
+                move || follow(consumer, &topic, partitions, &flag)
+            })
             .map_err(|e| KafkaError::ClientCreation(format!("starting the tail thread: {e}")))?;
         Ok(Tail { stop, handle: Some(handle) })
     }
@@ -99,10 +103,18 @@ impl Drop for Tail {
     }
 }
 
-fn follow(consumer: BaseConsumer, stop: &AtomicBool) -> TailResult {
+/// Whether `topic` holds no record at all (every partition's high-water mark 0), asked of the
+/// partitions' leaders; `false` when a leader does not answer in time.
+fn topic_empty(consumer: &BaseConsumer, topic: &str, partitions: u32) -> bool {
+    (0..partitions as i32)
+        .all(|p| matches!(consumer.fetch_watermarks(topic, p, Duration::from_millis(500)), Ok((_, 0))))
+}
+
+fn follow(consumer: BaseConsumer, topic: &str, partitions: u32, stop: &AtomicBool) -> TailResult {
     let mut r = TailResult::default();
     let mut stopped_at: Option<Instant> = None;
     let mut last_record = Instant::now();
+    let mut asked_empty: Option<Instant> = None;
     loop {
         match consumer.poll(Duration::from_millis(50)) {
             Some(Ok(m)) => {
@@ -123,8 +135,21 @@ fn follow(consumer: BaseConsumer, stop: &AtomicBool) -> TailResult {
             stopped_at = Some(Instant::now());
         }
         if let Some(t) = stopped_at {
-            if last_record.elapsed() >= QUIET || t.elapsed() >= GRACE {
+            if t.elapsed() >= GRACE {
                 return r;
+            }
+            if r.records > 0 {
+                if last_record.elapsed() >= QUIET {
+                    return r;
+                }
+            } else if asked_empty.is_none_or(|a| a.elapsed() >= QUIET) {
+                // Nothing seen yet: a quiet topic, or a consumer still logging in (a TLS and SASL
+                // handshake on a busy machine can outlast a short job). Only a topic with no
+                // record at all ends the tail before its grace.
+                if topic_empty(&consumer, topic, partitions) {
+                    return r;
+                }
+                asked_empty = Some(Instant::now());
             }
         }
     }

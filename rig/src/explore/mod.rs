@@ -317,6 +317,7 @@ impl Campaign {
         // The run's memory is free now: handed back, what stays resident is what the campaign holds.
         sinkhole_base::memory::release_freed();
         row.rss_bytes = sinkhole_base::memory::rss_bytes();
+        row.heap_bytes = sinkhole_base::memory::heap_in_use_bytes();
         say(&self.progress_line(&row));
         self.rows.push(row);
         self.write(Stop::Running)?;
@@ -474,7 +475,12 @@ impl Campaign {
             verdicts,
             self.findings.list.len(),
             self.rows.iter().chain([row]).map(RunRow::inconclusive).sum::<usize>(),
-            row.rss_bytes.map(|b| format!("; {} MB resident", (b + (1 << 19)) >> 20)).unwrap_or_default()
+            match (row.rss_bytes, row.heap_bytes) {
+                (Some(r), Some(h)) =>
+                    format!("; {} MB resident, {} MB in use", (r + (1 << 19)) >> 20, (h + (1 << 19)) >> 20),
+                (Some(r), None) => format!("; {} MB resident", (r + (1 << 19)) >> 20),
+                _ => String::new(),
+            }
         )
     }
 

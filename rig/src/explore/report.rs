@@ -118,6 +118,10 @@ pub struct RunRow {
     /// (`sinkhole_base::memory`), bytes: flat over a long campaign, or a leak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
+    /// Of that, the bytes the allocator has handed out and not had back: a leak grows this,
+    /// an allocator keeping freed pages grows only the resident set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap_bytes: Option<u64>,
 }
 
 impl RunRow {
@@ -139,6 +143,7 @@ impl RunRow {
             findings: Vec::new(),
             error: None,
             rss_bytes: None,
+            heap_bytes: None,
         }
     }
 
@@ -262,12 +267,16 @@ pub fn memory_line(e: &Explored) -> Option<String> {
     let (first, last) = (after.first()?, after.last()?);
     let max = after.iter().map(|(_, b)| *b).max()?;
     let start = e.rss_start_bytes.map(|b| format!("{} MB at the start, ", mb(b))).unwrap_or_default();
+    let heap =
+        |i: u32| e.runs.iter().find(|r| r.i == i).and_then(|r| r.heap_bytes).map(|b| format!(" ({} MB in use)", mb(b)));
     Some(format!(
-        "memory between runs: {start}{} MB after run {}, {} MB after run {} (at most {} MB)",
+        "memory between runs: {start}{} MB after run {}{}, {} MB after run {}{} (at most {} MB)",
         mb(first.1),
         first.0,
+        heap(first.0).unwrap_or_default(),
         mb(last.1),
         last.0,
+        heap(last.0).unwrap_or_default(),
         mb(max)
     ))
 }

@@ -385,6 +385,7 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
             findings: vec![1],
             error: None,
             rss_bytes: Some(63 << 20),
+            heap_bytes: Some(20 << 20),
         }],
     };
     let t = render(&e);
@@ -399,7 +400,7 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(t.contains("  legacy        finding 01 in run 1 of 2 (seed 8), after 42.0s\n"), "{t}");
     assert!(t.contains("  twopc-inject  no finding in 2 run(s)\n"), "{t}");
     assert!(
-        t.contains("memory between runs: 41 MB at the start, 63 MB after run 1, 63 MB after run 1 (at most 63 MB)"),
+        t.contains("memory between runs: 41 MB at the start, 63 MB after run 1 (20 MB in use), 63 MB after run 1 (20 MB in use) (at most 63 MB)"),
         "{t}"
     );
 
@@ -571,6 +572,7 @@ fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings:
                 findings: f.to_vec(),
                 error: None,
                 rss_bytes: None,
+                heap_bytes: None,
             }
         })
         .collect();
