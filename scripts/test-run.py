@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`make test`'s runner: one build of every test binary, then the binaries, some side by side.
 
-    scripts/test-run.py [--jobs N] [--step NAME=SECONDS]... CARGO_TEST_ARGS... [-- TEST_BINARY_ARGS...]
+    scripts/test-run.py [--jobs N] [--step NAME=SECONDS]... [--beside NAME=SECONDS]... CARGO_TEST_ARGS...
+                        [-- TEST_BINARY_ARGS...]
 
 What `cargo test` does, with three differences:
 
@@ -13,7 +14,8 @@ What `cargo test` does, with three differences:
    shares the machine with at most `--jobs - 1` others (default 2 at once).
 2. Each binary's output is kept whole and printed when it ends, with its time, so the log of a
    parallel run reads like a serial one.
-3. It ends with where the time went: the steps `make test` ran before it (`--step`), the build,
+3. It ends with where the time went: the steps `make test` ran before it (`--step`; a step that
+   ran at the same time as another, `--beside`, is shown and left out of the total), the build,
    each binary (longest first), the wall time of the tests, then the line that sums every binary:
    `summary: N passed, N failed, N skipped` (the runner's last line, cargo's "ignored" counted as
    skipped). It exits 0 when every binary passed, else 101 as `cargo test` does.
@@ -177,13 +179,13 @@ def run_all(runs, jobs):
 
 
 def main(argv):
-    jobs, steps, i = 2, [], 0
-    while i < len(argv) and argv[i] in ("--jobs", "--step"):
+    jobs, steps, beside, i = 2, [], [], 0
+    while i < len(argv) and argv[i] in ("--jobs", "--step", "--beside"):
         if argv[i] == "--jobs":
             jobs = int(argv[i + 1])
         else:
             name, secs = argv[i + 1].rsplit("=", 1)
-            steps.append((name, float(secs)))
+            (steps if argv[i] == "--step" else beside).append((name, float(secs)))
         i += 2
     rest = argv[i:]
     cargo_args, bin_args = (rest[: rest.index("--")], rest[rest.index("--") + 1 :]) if "--" in rest else (rest, [])
@@ -222,6 +224,8 @@ def main(argv):
     print("time breakdown:")
     for name, secs in steps:
         print(f"  {name:<28} {secs:8.1f} s")
+    for name, secs in beside:
+        print(f"  {name:<28} {secs:8.1f} s   (at the same time as the step before: not in the total)")
     print(f"  {'test build':<28} {build_s:8.1f} s")
     print(f"  {'test binaries (wall)':<28} {tests_s:8.1f} s   ({jobs} at once; alone: {', '.join(sorted(EXCLUSIVE))})")
     for r in sorted(runs, key=lambda r: -r.seconds):
