@@ -541,7 +541,7 @@ pub fn human_duration(ms: u64) -> String {
 
 /// Writes `path` through a temporary file and a rename: a signal or a reader
 /// never sees half a file.
-fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);

@@ -12,8 +12,6 @@
 //! the detection of each mode is its earliest finding on any host.
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use super::findings::{Coverage, Finding};
 use super::report::{self, Explored, Stop};
 use super::JSON_FILE;
@@ -163,14 +161,6 @@ pub fn merge_into(dirs: &[PathBuf], out: &Path) -> Result<Explored, Result<Vec<S
         return Err(Ok(problems));
     }
     let e = merge(&shards, out).map_err(Ok)?;
-    let write = || -> anyhow::Result<()> {
-        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-        let json = out.join(JSON_FILE);
-        std::fs::write(&json, sinkhole_base::provenance::to_json(&e)?)
-            .with_context(|| format!("writing {}", json.display()))?;
-        let page = out.join(super::html::HTML_FILE);
-        std::fs::write(&page, super::html::render_html(&e)).with_context(|| format!("writing {}", page.display()))
-    };
-    write().map_err(Err)?;
+    super::write_files(&e).map_err(Err)?;
     Ok(e)
 }

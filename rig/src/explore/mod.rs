@@ -264,11 +264,10 @@ impl Campaign {
     /// beside them are their reference, which should never have one); without a mutant, every
     /// mode.
     fn all_found(&self) -> bool {
-        let d = self.detection();
-        let mutants: Vec<_> =
-            d.iter().filter(|x| SinkMode::parse(&x.mode).is_some_and(|m| m.mutant().is_some())).collect();
-        let wanted = if mutants.is_empty() { d.iter().collect() } else { mutants };
-        wanted.iter().all(|x| x.first.is_some())
+        // `detection` has a row per judged mode, in their order.
+        let judged: Vec<(&SinkMode, report::Detection)> = self.checked.modes.iter().zip(self.detection()).collect();
+        let any_mutant = judged.iter().any(|(m, _)| m.mutant().is_some());
+        judged.iter().filter(|(m, _)| !any_mutant || m.mutant().is_some()).all(|(_, d)| d.first.is_some())
     }
 
     /// Each mode judged, and its first finding.
@@ -476,9 +475,8 @@ impl Campaign {
             self.findings.list.len(),
             self.rows.iter().chain([row]).map(RunRow::inconclusive).sum::<usize>(),
             match (row.rss_bytes, row.heap_bytes) {
-                (Some(r), Some(h)) =>
-                    format!("; {} MB resident, {} MB in use", (r + (1 << 19)) >> 20, (h + (1 << 19)) >> 20),
-                (Some(r), None) => format!("; {} MB resident", (r + (1 << 19)) >> 20),
+                (Some(r), Some(h)) => format!("; {} MB resident, {} MB in use", report::mb(r), report::mb(h)),
+                (Some(r), None) => format!("; {} MB resident", report::mb(r)),
                 _ => String::new(),
             }
         )
@@ -515,14 +513,7 @@ impl Campaign {
     /// signal overnight still says what it found, with `stop: running`).
     fn write(&self, stop: Stop) -> Result<Explored, RunError> {
         let e = self.snapshot(stop);
-        let path = self.dir.join(JSON_FILE);
-        let mut tmp = path.clone().into_os_string();
-        tmp.push(".tmp");
-        std::fs::write(&tmp, sinkhole_base::provenance::to_json(&e)?)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .with_context(|| format!("writing {}", path.display()))?;
-        let page = self.dir.join(html::HTML_FILE);
-        std::fs::write(&page, html::render_html(&e)).with_context(|| format!("writing {}", page.display()))?;
+        write_files(&e)?;
         Ok(e)
     }
 
@@ -530,6 +521,17 @@ impl Campaign {
     fn finish(self) -> Result<Explored, RunError> {
         self.write(self.stop)
     }
+}
+
+/// Writes `e.dir`'s `explore.json` (through a rename: a reader never sees half of it) and
+/// `explore.html`: after every run of a campaign, and for a merge of shards.
+pub fn write_files(e: &Explored) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&e.dir).with_context(|| format!("creating {}", e.dir.display()))?;
+    let json = e.dir.join(JSON_FILE);
+    crate::matrix::write_atomic(&json, &sinkhole_base::provenance::to_json(e)?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    let page = e.dir.join(html::HTML_FILE);
+    std::fs::write(&page, html::render_html(e)).with_context(|| format!("writing {}", page.display()))
 }
 
 #[cfg(test)]

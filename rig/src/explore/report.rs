@@ -259,10 +259,14 @@ pub fn render(e: &Explored) -> String {
     out
 }
 
+/// Bytes as whole MiB, rounded.
+pub fn mb(bytes: u64) -> u64 {
+    (bytes + (1 << 19)) >> 20
+}
+
 /// `memory: 41 MB at the start, 63 MB after run 1, 64 MB after run 40 (at most 66 MB)`: the
 /// resident set between runs, freed memory handed back.
 pub fn memory_line(e: &Explored) -> Option<String> {
-    let mb = |b: u64| (b + (1 << 19)) >> 20;
     let after: Vec<(u32, u64)> = e.runs.iter().filter_map(|r| r.rss_bytes.map(|b| (r.i, b))).collect();
     let (first, last) = (after.first()?, after.last()?);
     let max = after.iter().map(|(_, b)| *b).max()?;
