@@ -66,10 +66,8 @@ pub struct Finding {
     /// exploration took to find it. Across hosts, each shard's own campaign time: the shards
     /// run at once.
     pub at_ms: u64,
+    /// What tells it apart; its mode is the mode that failed.
     pub signature: Signature,
-    /// `Signature::text`, for people and grep.
-    pub key: String,
-    pub mode: String,
     /// The seed to replay it with.
     pub seed: u64,
     /// The run it was first seen in.

@@ -95,7 +95,7 @@ fn findings(h: &mut String, e: &Explored) {
             "<tr><td>{:02}</td><td>{}</td><td><span class=\"fail\">{}</span></td><td>{} → {} ({})</td><td>{}</td>\
              <td><a href=\"{}\">{}</a><br><code>sinkhole run {} --seed {}</code></td></tr>",
             f.n,
-            esc(&f.key),
+            esc(&f.signature.text()),
             esc(&f.words),
             f.faults_before,
             f.faults_after,

@@ -71,12 +71,11 @@ pub fn detection(modes: &[sinkhole_model::SinkMode], findings: &[Finding], runs:
         .iter()
         .map(|m| Detection {
             mode: m.name().to_string(),
-            first: findings.iter().filter(|f| f.mode == m.name()).min_by_key(|f| f.at_ms).map(|f| FirstFound {
-                finding: f.n,
-                run: f.run,
-                seed: f.seed,
-                at_ms: f.at_ms,
-            }),
+            first: findings
+                .iter()
+                .filter(|f| f.signature.mode == m.name())
+                .min_by_key(|f| f.at_ms)
+                .map(|f| FirstFound { finding: f.n, run: f.run, seed: f.seed, at_ms: f.at_ms }),
             runs,
         })
         .collect()
@@ -232,7 +231,7 @@ pub fn render(e: &Explored) -> String {
             out.push_str(&format!(
                 "  {:02}  {}\n      seed {}, seen in {} run(s), faults {} → {} ({shrunk}): {}\n",
                 f.n,
-                f.key,
+                f.signature.text(),
                 f.seed,
                 f.runs.len(),
                 f.faults_before,
