@@ -322,9 +322,15 @@ fn draw_protocol(s: &Scenario, sizes: Sizes, dur: u64, rng: &mut SplitMix64) -> 
         FaultKind::ProtocolDelay => (None, *rng.pick(&PROTOCOL_DELAYS_MS), None),
         _ => (Some(FrameDirection::Request), 0, Some(ErrorName::Name(rng.pick(errors).to_string()))),
     };
-    // One subtask's transactions only, sometimes (APIs that carry an id).
-    let transactional_id = (matches!(api, "EndTxn" | "AddPartitionsToTxn" | "InitProducerId") && rng.chance(1, 3))
-        .then(|| TidSelector::Subtask { subtask: rng.below(u64::from(sizes.subtasks)) as u32 });
+    // One subtask's transactions only, sometimes (APIs that carry an id). Not for
+    // InitProducerId, though the draw is made for it too (so a seed's other faults stay the
+    // ones it always drew): `{subtask: S}` resolves when the fault fires, to the id S has
+    // open then, whose InitProducerId is already past; the next one goes out under the next
+    // checkpoint's id. Such a rule met no frame: a library run with seed 23000 had one, and
+    // both its modes came out inconclusive.
+    let one = matches!(api, "EndTxn" | "AddPartitionsToTxn" | "InitProducerId") && rng.chance(1, 3);
+    let subtask = one.then(|| rng.below(u64::from(sizes.subtasks)) as u32);
+    let transactional_id = subtask.filter(|_| api != "InitProducerId").map(|subtask| TidSelector::Subtask { subtask });
     let fault = match (kind, error) {
         (FaultKind::ProtocolDrop, _) => Fault::ProtocolDrop(Frames {
             from: None,
@@ -576,9 +582,11 @@ mod tests {
     /// The schedules a seed draws, pinned: a seed in a bug report replays the
     /// same faults. The digests were taken from the generator before `draw`
     /// was split into one function per family; the protocol family's (and so
-    /// `all`'s) changed once since, on purpose, when it stopped drawing faults
-    /// that could not take effect (AddPartitionsToTxn under Transactions V2, a
-    /// rule shorter than two checkpoints). Any other change is a regression.
+    /// `all`'s) changed twice since, on purpose, each time it stopped drawing
+    /// faults that could not take effect: AddPartitionsToTxn under Transactions
+    /// V2 and rules shorter than two checkpoints; then InitProducerId rules for
+    /// one subtask's id (the draw is still made, so the other faults of a seed
+    /// stayed the same). Any other change is a regression.
     #[test]
     fn seeds_draw_the_schedules_they_always_drew() {
         let mut got = Vec::new();
@@ -603,11 +611,11 @@ mod tests {
             got.push((mix, digest(&texts)));
         }
         let want = [
-            ("all", 0xfd1b_299b_80d0_449d),
+            ("all", 0xa1e9_7e52_8d08_36bb),
             ("workers", 0xc4f0_b382_8ea3_7a7c),
             ("brokers", 0xc24b_3b33_921e_965b),
             ("network", 0xfb2c_d637_7846_5e61),
-            ("protocol", 0xf1ad_0741_d708_14d2),
+            ("protocol", 0x52ba_d4f0_8be8_4dd0),
             ("coordinator", 0x1209_e28a_4eb1_7d4d),
         ];
         assert_eq!(got, want, "a seed draws another schedule than it used to");
@@ -618,6 +626,27 @@ mod tests {
         for kind in every_kind {
             assert!(drawn.contains(&kind), "no {kind:?} among the pinned draws");
         }
+    }
+
+    /// A rule for one subtask's transactional id resolves to the id that subtask has open
+    /// when it fires: EndTxn and AddPartitionsToTxn under that id are still to come, its
+    /// InitProducerId is past. So only the first two are drawn for one subtask.
+    #[test]
+    fn only_rules_whose_frames_are_still_to_come_name_one_subtask() {
+        let s = scenario("{mix: protocol, end_ms: 90000}");
+        let (mut inits, mut one_subtask) = (0, 0);
+        for seed in 0..200 {
+            for f in resolve(&s, seed).faults {
+                let apis = f.kind.apis().unwrap_or_default();
+                let init = apis.iter().any(|a| a == "InitProducerId");
+                inits += usize::from(init);
+                let tid = f.kind.transactional_id().is_some();
+                one_subtask += usize::from(tid);
+                assert!(!(init && tid), "seed {seed}: {f:?}");
+                assert!(!tid || apis.iter().all(|a| a == "EndTxn" || a == "AddPartitionsToTxn"), "{f:?}");
+            }
+        }
+        assert!(inits > 0 && one_subtask > 0, "{inits} InitProducerId rules, {one_subtask} for one subtask");
     }
 
     #[test]

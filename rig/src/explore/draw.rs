@@ -164,7 +164,6 @@ pub fn draw(base: &Scenario, seed: u64, outages: Outages) -> Drawn {
         }
         let sibling = sibling(base, f, &mut rng).filter(|g| fits(base, g));
         let mut f = sibling.unwrap_or_else(|| f.clone());
-        any_init_id(&mut f.kind);
         if let Some(w) = event(base, &f, &mut rng) {
             let mut g = f.clone();
             g.when = w;
@@ -313,22 +312,6 @@ fn sibling(s: &Scenario, f: &FaultSpec, rng: &mut SplitMix64) -> Option<FaultSpe
         _ => return None,
     };
     Some(g)
-}
-
-/// A protocol rule on InitProducerId meets the next transaction's frames of
-/// every subtask, not one subtask's: a `transactional_id: {subtask: S}`
-/// selector is resolved when the fault fires, to the id S has open then,
-/// whose InitProducerId is already past (the next one is under the next
-/// id). Measured over the first live campaigns: 0 of 8 such rules met a
-/// frame, where one without the selector met 26 in 2 s.
-fn any_init_id(f: &mut Fault) {
-    let init = |apis: &[String]| apis.iter().all(|a| a == "InitProducerId");
-    match f {
-        Fault::ProtocolDrop(p) if init(&p.apis) => p.transactional_id = None,
-        Fault::ProtocolDelay(p) if init(&p.apis) => p.transactional_id = None,
-        Fault::ProtocolError(p) if init(&p.apis) => p.transactional_id = None,
-        _ => {}
-    }
 }
 
 /// The trigger's time, for a generated fault (they all have one).
