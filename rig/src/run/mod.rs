@@ -7,7 +7,8 @@
 //! a CI job read ([`crate::results`]: summary.json, junit.xml, report.html).
 //! - [`cluster`]: starting the scenario's cluster on its backend;
 //! - [`group`]: the modes that run at once, from their topics to their verdicts;
-//! - [`reuse`]: a cluster kept for the next run with the same spec, and its health check.
+//! - [`reuse`]: a cluster kept for the next run with the same spec, and its health check;
+//! - [`tidy`]: the transactions a run left open, aborted when its cluster outlives it.
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -28,6 +29,7 @@ mod group;
 mod readers;
 pub mod reuse;
 pub mod share;
+mod tidy;
 
 use cluster::start_cluster;
 pub use cluster::{sink_acls, CONTAINERS_NOT_BUILT, SINK_USER};
@@ -321,6 +323,14 @@ pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Resul
     let start_ms = ms(t0.elapsed());
     let mut cluster = cluster;
     let result = execute_on(plan, cluster.as_mut(), start_ms, used).await;
+    // What the run left open would outlive it there: the next cell's, or the owners'.
+    if (keep && key.is_some() && result.is_ok()) || cluster.backend() == "external" {
+        let prefixes: Vec<String> = plan.scenario.modes.iter().map(|m| plan.tid_prefix(*m)).collect();
+        let timeout = plan.scenario.job.transaction_timeout_ms;
+        if let Some(line) = tidy::abort_left_open(&cluster.client_bootstrap(), &prefixes, timeout).await.line() {
+            progress(&line);
+        }
+    }
     match (keep, key) {
         (true, Some(key)) if result.is_ok() => (result, Some(Warm { cluster, key, started_by })),
         _ => {

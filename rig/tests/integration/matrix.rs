@@ -523,6 +523,19 @@ fn links_are_relative_and_url_safe() {
 /// Two seeds of a tiny scenario (legacy + at-least-once, one worker kill) on
 /// a real Kafka 4.4.0: every file names both cells, the outcomes are the
 /// runs' own verdicts, the exit code follows them.
+/// `sinkhole matrix tests/data/<file> --kafka 4.4.0 --seeds <seeds>`, its runs under `dir`, the matrix in `out`.
+fn live_matrix(file: &str, seeds: &str, dir: &Path, out: &Path) -> std::process::Output {
+    std::process::Command::new(common::bin())
+        .arg("matrix")
+        .arg(data(file))
+        .args(["--kafka", "4.4.0", "--seeds", seeds, "--results"])
+        .arg(dir)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn live_matrix_two_seeds() {
     let _g = common::serial();
@@ -530,15 +543,7 @@ fn live_matrix_two_seeds() {
     let dir = common::test_dir("matrix");
     let out = dir.join("m");
     let t0 = Instant::now();
-    let o = std::process::Command::new(common::bin())
-        .arg("matrix")
-        .arg(data("matrix-tiny.yaml"))
-        .args(["--kafka", "4.4.0", "--seeds", "11,12", "--results"])
-        .arg(&dir)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = live_matrix("matrix-tiny.yaml", "11,12", &dir, &out);
     let took = t0.elapsed();
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -899,5 +904,38 @@ fn live_shards_merged_equal_the_unsharded_matrix() {
     }
     let shard_line = "stable 1 of 1 cells over 2 seeds (shard 1/2: its own seeds of each cell";
     assert!(String::from_utf8_lossy(&s1.stdout).contains(shard_line), "{}", String::from_utf8_lossy(&s1.stdout));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run that leaves transactions open hands on a cluster without them. kip939's
+/// killed attempt leaves Enable2Pc transactions open (the broker refuses the
+/// restore, and such transactions never time out); before the tidy step the next
+/// cell found them in its health check and started a fresh cluster.
+#[test]
+fn live_a_cell_that_left_2pc_transactions_open_hands_on_a_tidied_cluster() {
+    let (_g, dir) = (common::serial(), common::test_dir("tidy"));
+    common::dist("4.4.0");
+    let out = dir.join("m");
+    let o = live_matrix("tidy-kip939.yaml", "1,2", &dir, &out);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{}\n{stderr}", String::from_utf8_lossy(&o.stdout));
+    let m: Matrix = serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).unwrap()).unwrap();
+    assert_eq!(m.cells.len(), 2);
+    for c in &m.cells {
+        let k = &c.modes[0];
+        // The premise of the test: the broker refused the restore, with the attempt's transactions open.
+        assert_eq!(
+            (k.outcome, k.words.as_str()),
+            (Outcome::Inconclusive, "inconclusive — broker cannot run the mode"),
+            "{c:?}"
+        );
+    }
+    assert!(
+        stderr.contains("aborted ") && stderr.contains(" transaction(s) the run left open (e.g. sinkhole-"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(" not ended, e.g. "), "{stderr}");
+    assert_eq!(m.cells[1].cluster_fresh_because, None, "{:?}", m.cells[1]);
+    assert_eq!(m.cells[1].cluster_reused_from, m.cells[0].run_id, "{:?}", m.cells[1]);
     let _ = std::fs::remove_dir_all(&dir);
 }
