@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// A fault that fires later than this after its time or event, for any reason but a restore
-/// in progress, makes the verdict inconclusive: the scenario that ran was not the one
-/// written. The nemesis measures `late_ms` against it; the verdict judges by it.
+/// A fault that fires later than this after its time or event, for any reason but a wait
+/// until it can act (a restore in progress, the only broker down), makes the verdict
+/// inconclusive: the scenario that ran was not the one written. The nemesis measures `late_ms` against it; the verdict judges by it.
 pub const LATE_BOUND: Duration = Duration::from_secs(1);
 
 /// What set a fault off, as its effect records it: the time or the event
@@ -17,7 +17,8 @@ pub const LATE_BOUND: Duration = Duration::from_secs(1);
 pub struct Trigger {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_ms: Option<u64>,
-    /// A time-triggered fault that had to wait (for a restore): its time.
+    /// A time-triggered fault that had to wait until it could act (for a restore, or for the
+    /// only broker to be back): its time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deferred_from_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

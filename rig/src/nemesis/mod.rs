@@ -211,8 +211,18 @@ pub struct Nemesis<'a, S: Subject, B: Cluster + ?Sized> {
     pub(crate) waits: JoinSet<(usize, Wait)>,
     /// Waits outstanding per fault.
     pub(crate) waiting: Vec<usize>,
-    /// Faults that fell due while the job was restoring and waited for it.
-    pub(crate) deferred: Vec<bool>,
+    /// Faults that fell due while they could not act, and what they waited for.
+    pub(crate) deferred: Vec<Option<Deferral>>,
+}
+
+/// What a time-triggered fault that fell due waits for (see `clock.rs`): firing
+/// then would have acted on nothing, and come out unconfirmed by bad luck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deferral {
+    /// A kill or pause of workers while its job has none up: the restore.
+    Restore,
+    /// A network or protocol fault while the only broker is down: its return.
+    Broker,
 }
 
 impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
@@ -254,7 +264,7 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
             heals: vec![],
             waits: JoinSet::new(),
             waiting: vec![0; n],
-            deferred: vec![false; n],
+            deferred: vec![None; n],
         }
     }
 
@@ -520,11 +530,15 @@ impl<'a, S: Subject, B: Cluster + ?Sized> Nemesis<'a, S, B> {
                     "its event came, but the job ended (after {ran_ms} ms) before its after_ms ({} ms) had passed",
                     self.slots[f].spec.after_ms.unwrap_or(0)
                 )
-            } else if self.deferred[f] {
+            } else if self.deferred[f] == Some(Deferral::Restore) {
                 // It fell due while its job was restoring, and waited for the
                 // workers to be up again; the job ended first.
                 format!(
                     "it fell due while the job was restoring and waited for its workers; the job ended after {ran_ms} ms, before they were up again"
+                )
+            } else if self.deferred[f] == Some(Deferral::Broker) {
+                format!(
+                    "it fell due while the only broker was down and waited for it; the job ended after {ran_ms} ms, before the broker was back"
                 )
             } else {
                 triggers::skipped_reason(&self.slots[f].spec, st.latest_persisted, ran_ms)

@@ -26,8 +26,8 @@ use crate::subject::rig_job::{JobConfig, LaunchSpec, Launcher};
 use sinkhole_cluster::{BoxFuture, Cluster, ClusterError, ClusterFuture, ClusterNodes, NodeAction, NodeEffect, OnDown};
 use sinkhole_history::{JobOutcome, ModeOutcome};
 use sinkhole_scenario::{
-    Brokers as Nodes, Fault, FaultSpec, JobSpec, NoParams, Notification, NotificationDelay, Outage, Partition, Rolling,
-    Target, When, Workers,
+    Brokers as Nodes, Fault, FaultSpec, FramesDelay, JobSpec, NoParams, Notification, NotificationDelay, Outage,
+    Partition, Rolling, Target, When, Workers,
 };
 
 /// How the fakes misbehave.
@@ -788,11 +788,17 @@ struct FakeBrokers {
     /// (stop, start) ms: a cluster whose stops and starts take that long
     /// (a restart both); None: starts and restarts take 300 ms, the rest nothing.
     slow: Option<(u64, u64)>,
+    /// Node 1 alone instead of three.
+    one: bool,
 }
 
 impl ClusterNodes for FakeBrokers {
     fn node_ids(&self) -> Vec<i32> {
-        vec![1, 2, 3]
+        if self.one {
+            vec![1]
+        } else {
+            vec![1, 2, 3]
+        }
     }
     fn bootstrap_list(&self) -> Vec<String> {
         vec!["127.0.0.1:1".into()]
@@ -965,6 +971,53 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
     let finished = r.position(|k| matches!(k, EventKind::JobFinished { .. })).unwrap();
     assert!(finished < resumed);
     r.cleanup();
+}
+
+/// A protocol fault that falls due while the only broker is down waits for it to be back
+/// (it would meet no frame), and says when it was due; on three brokers it does not wait.
+#[tokio::test]
+async fn a_frame_fault_due_while_the_only_broker_is_down_waits_for_its_return() {
+    for one in [true, false] {
+        let faults = vec![
+            FaultSpec {
+                duration_ms: Some(50),
+                ..fault("kill-1", Fault::BrokerKill(Nodes { target: Target::Ids(vec![1]) }), When::AtMs(50))
+            },
+            fault(
+                "delay",
+                Fault::ProtocolDelay(FramesDelay {
+                    from: None,
+                    to: None,
+                    delay_ms: 10,
+                    jitter_ms: None,
+                    probability: None,
+                    apis: vec!["Produce".into()],
+                    frames: None,
+                    transactional_id: None,
+                    nth: None,
+                }),
+                When::AtMs(150),
+            ),
+        ];
+        // The broker is back 500 ms after its kill: its start takes 450 ms.
+        let mut brokers = FakeBrokers { slow: Some((0, 450)), one, ..FakeBrokers::default() };
+        let name = if one { "one-broker" } else { "three-brokers" };
+        let r = run_with(name, job(1, 3_000), Behavior { step: 10, ..Behavior::default() }, faults, &mut brokers).await;
+        let back = r.position(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "kill-1")).unwrap();
+        let delay = r.position(|k| matches!(k, EventKind::FaultStarted { name, .. } if name == "delay"));
+        let delay = delay.unwrap_or_else(|| panic!("{name}: the delay never fired: {:#?}", r.faults));
+        let EventKind::FaultStarted { effect, .. } = &r.events[delay].kind else { unreachable!() };
+        let trigger = &effect["trigger"];
+        if one {
+            assert!(back < delay, "{name}: the delay fired before the broker was back");
+            assert_eq!(trigger["deferred_from_ms"], 150, "{name}: {trigger}");
+            assert!(trigger["at_ms"].as_u64().unwrap() >= 500, "{name}: {trigger}");
+        } else {
+            assert!(delay < back, "{name}: the delay waited for one broker of three");
+            assert!(trigger.get("deferred_from_ms").is_none(), "{name}: {trigger}");
+        }
+        r.cleanup();
+    }
 }
 
 /// `run_mode` must be usable from a spawned task.
