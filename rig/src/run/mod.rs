@@ -323,16 +323,17 @@ pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Resul
     let start_ms = ms(t0.elapsed());
     let mut cluster = cluster;
     let result = execute_on(plan, cluster.as_mut(), start_ms, used).await;
+    let kept = keep && key.is_some() && result.is_ok();
     // What the run left open would outlive it there: the next cell's, or the owners'.
-    if (keep && key.is_some() && result.is_ok()) || cluster.backend() == "external" {
+    if kept || plan.scenario.cluster.backend == Backend::External {
         let prefixes: Vec<String> = plan.scenario.modes.iter().map(|m| plan.tid_prefix(*m)).collect();
         let timeout = plan.scenario.job.transaction_timeout_ms;
         if let Some(line) = tidy::abort_left_open(&cluster.client_bootstrap(), &prefixes, timeout).await.line() {
             progress(&line);
         }
     }
-    match (keep, key) {
-        (true, Some(key)) if result.is_ok() => (result, Some(Warm { cluster, key, started_by })),
+    match (kept, key) {
+        (true, Some(key)) => (result, Some(Warm { cluster, key, started_by })),
         _ => {
             cluster.teardown().await;
             (result, None)
