@@ -169,7 +169,9 @@ pub(super) fn validate(f: &FlinkSpec, file: &str, job: &super::JobSpec) -> Vec<(
             ));
         }
     }
-    if let Some(p) = f.resubmit_parallelism {
+    // The bounds below follow job.parallelism; when it is 0, its own check is the one problem.
+    let parallelism_known = parallelism >= 1;
+    if let Some(p) = f.resubmit_parallelism.filter(|_| parallelism_known) {
         if p < 1 || p > parallelism {
             out.push((
                 at("resubmit_parallelism"),
@@ -179,7 +181,7 @@ pub(super) fn validate(f: &FlinkSpec, file: &str, job: &super::JobSpec) -> Vec<(
     }
     if let Some(slow) = &f.slow_snapshot {
         let field = |name: &str| vec![key("flink"), key("slow_snapshot"), key(name)];
-        if slow.subtask >= parallelism {
+        if parallelism_known && slow.subtask >= parallelism {
             out.push((field("subtask"), format!("{}: the job has subtasks 0 to {}", slow.subtask, parallelism - 1)));
         }
         if slow.checkpoint < 1 {
@@ -197,7 +199,7 @@ pub(super) fn validate(f: &FlinkSpec, file: &str, job: &super::JobSpec) -> Vec<(
     }
     if f.taskmanagers < 1 || f.taskmanagers > MAX_TASKMANAGERS {
         out.push((at("taskmanagers"), format!("{}: use 1 to {MAX_TASKMANAGERS}", f.taskmanagers)));
-    } else if f.taskmanagers > parallelism {
+    } else if parallelism_known && f.taskmanagers > parallelism {
         out.push((
             at("taskmanagers"),
             format!("{} TaskManagers for parallelism {parallelism}: some would run no subtask", f.taskmanagers),

@@ -153,6 +153,11 @@ fn bad_expectation_shape() {
 #[test]
 fn zero_parallelism() {
     one(&with_line(11, "  parallelism: 0"), 11, "job.parallelism", "≥ 1");
+    // The flink section's subtask and parallelism bounds follow job.parallelism: with none to
+    // follow, the one problem is job.parallelism's own (not a panic on `0 - 1`).
+    let flink = with_flink("flink: {resubmit_parallelism: 1, slow_snapshot: {subtask: 0, checkpoint: 4, ms: 5000}}")
+        .replace("  parallelism: 2\n", "  parallelism: 0\n");
+    one(&flink, 11, "job.parallelism", "≥ 1");
 }
 
 #[test]
