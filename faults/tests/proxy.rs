@@ -526,6 +526,82 @@ async fn one_way_drops_only_bytes_from_the_from_side() {
     proxy.shutdown().await;
 }
 
+/// A partition as TCP lives it: the bytes that cannot cross are held, not
+/// lost, and cross in order once it heals. The client that waited gets its
+/// answer at the heal, not after its request timeout.
+#[tokio::test]
+async fn hold_keeps_frames_until_the_heal_and_delivers_them_in_order() {
+    let (fake, proxy, listen) = setup(1).await;
+    let id = proxy.add(rule(
+        "partition",
+        Match { from: vec![PeerGroup::Workers], to: vec![PeerGroup::Broker(1)], both_ways: true, ..Match::default() },
+        Action::Hold,
+    ));
+    let mut c = Client::connect(listen).await;
+    c.send(&request(ApiKey::EndTxn, 4, 1, W0, &end_txn("t"))).await;
+    c.send(&request(ApiKey::EndTxn, 4, 2, W0, &end_txn("t"))).await;
+    assert!(c.recv(SHORT).await.is_none(), "nothing crosses the partition");
+    assert!(fake.seen_corrs().is_empty(), "the broker received nothing");
+    let healed = Instant::now();
+    let stats = proxy.remove(id);
+    assert_eq!((stats.matched, stats.held, stats.dropped), (2, 2, 0));
+    assert!(stats.acted());
+    assert_eq!(stats.samples[0], "EndTxn v4 request corr 1 tid t worker-0 → broker-1: held until the heal");
+    assert_eq!(corr_of(&c.recv(SEC).await.expect("answered after the heal")), 1);
+    assert_eq!(corr_of(&c.recv(SEC).await.expect("in order")), 2);
+    assert!(healed.elapsed() < Duration::from_secs(1), "delivered at the heal: {:?}", healed.elapsed());
+    assert_eq!(fake.seen_corrs(), vec![1, 2]);
+    proxy.shutdown().await;
+}
+
+/// Loss as TCP lives it: a lost frame is late by the retransmission timeout,
+/// doubled for every further loss drawn, and the frames behind it wait.
+/// Nothing is lost for good.
+#[tokio::test]
+async fn lose_makes_a_lost_frame_late_by_the_retransmission_timeouts_and_loses_none() {
+    let (fake, proxy, listen) = setup(3).await;
+    // Probability 1: every resend is lost again, up to the cap of 4 losses,
+    // so the first request waits 100 × (2^4 − 1) = 1500 ms.
+    let id = proxy.add(rule(
+        "always-lost-once",
+        Match { frames: Some(Frames::Request), nth: Some(1), probability: Some(1.0), ..Match::default() },
+        Action::Lose { rto_ms: 100 },
+    ));
+    let mut c = Client::connect(listen).await;
+    let t0 = Instant::now();
+    c.send(&request(ApiKey::EndTxn, 4, 1, W0, &end_txn("t"))).await;
+    c.send(&request(ApiKey::EndTxn, 4, 2, W0, &end_txn("t"))).await;
+    assert_eq!(corr_of(&c.recv(Duration::from_secs(4)).await.expect("the lost request arrives")), 1);
+    let waited = t0.elapsed();
+    assert_eq!(corr_of(&c.recv(SEC).await.expect("the next one behind it")), 2);
+    assert!(waited >= Duration::from_millis(1490), "late only {waited:?}");
+    let stats = proxy.remove(id);
+    assert_eq!((stats.resent, stats.dropped), (1, 0));
+    assert!(stats.samples[0].ends_with("lost, sent again 1500 ms later"), "{:?}", stats.samples);
+
+    // Half the frames lost: every one still arrives, in order.
+    let id = proxy.add(rule(
+        "half",
+        Match { frames: Some(Frames::Request), probability: Some(0.5), ..Match::default() },
+        Action::Lose { rto_ms: 5 },
+    ));
+    for corr in 3..23 {
+        c.send(&request(ApiKey::EndTxn, 4, corr, W0, &end_txn("t"))).await;
+    }
+    let mut got = Vec::new();
+    while let Some(r) = c.recv(SEC).await {
+        got.push(corr_of(&r));
+        if got.len() == 20 {
+            break;
+        }
+    }
+    assert_eq!(got, (3..23).collect::<Vec<_>>());
+    let stats = proxy.remove(id);
+    assert!(stats.resent > 0 && stats.resent < 20, "{stats:?}");
+    assert_eq!(fake.seen_corrs().len(), 22);
+    proxy.shutdown().await;
+}
+
 #[tokio::test]
 async fn group_rules_never_touch_other_clients_and_probability_is_seeded() {
     let (_fake, proxy, listen) = setup(42).await;

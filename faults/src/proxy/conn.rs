@@ -62,6 +62,16 @@ impl Conn {
     }
 }
 
+/// What a rule that holds a frame (`hold` long, `len` bytes) did with it.
+fn held(action: &Action, hold: Duration, len: usize) -> Outcome {
+    match action {
+        Action::Throttle { .. } => Outcome::Throttled(hold, len),
+        Action::Hold => Outcome::Held,
+        Action::Lose { .. } => Outcome::Resent(hold),
+        _ => Outcome::Delayed(hold),
+    }
+}
+
 /// Serves one accepted connection until both directions end.
 pub(crate) async fn serve(shared: Arc<Shared>, route: Route, client: TcpStream) {
     let upstream = match tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(route.upstream)).await {
@@ -250,12 +260,8 @@ async fn requests(
         };
         match v.action {
             Action::Drop => shared.record(v.rule, Outcome::Dropped, |w| info.describe(w)),
-            Action::Delay { .. } | Action::Throttle { .. } => {
-                let outcome = match v.action {
-                    Action::Throttle { .. } => Outcome::Throttled(v.hold, frame.len()),
-                    _ => Outcome::Delayed(v.hold),
-                };
-                shared.record(v.rule, outcome, |w| info.describe(w));
+            Action::Delay { .. } | Action::Throttle { .. } | Action::Hold | Action::Lose { .. } => {
+                shared.record(v.rule, held(&v.action, v.hold, frame.len()), |w| info.describe(w));
                 remember(facts.clone());
                 let _ = to_upstream.send(Out { frame, hold: Some((Instant::now() + v.hold, v.rule)) }.into());
             }
@@ -350,12 +356,8 @@ async fn responses(shared: &Shared, conn: &Conn, rd: OwnedReadHalf, to_client: U
             }
             Some((v, info)) => match v.action {
                 Action::Drop => shared.record(v.rule, Outcome::Dropped, |w| info.describe(w)),
-                Action::Delay { .. } | Action::Throttle { .. } => {
-                    let outcome = match v.action {
-                        Action::Throttle { .. } => Outcome::Throttled(v.hold, frame.len()),
-                        _ => Outcome::Delayed(v.hold),
-                    };
-                    shared.record(v.rule, outcome, |w| info.describe(w));
+                Action::Delay { .. } | Action::Throttle { .. } | Action::Hold | Action::Lose { .. } => {
+                    shared.record(v.rule, held(&v.action, v.hold, frame.len()), |w| info.describe(w));
                     let _ = to_client.send(Out { frame, hold: Some((Instant::now() + v.hold, v.rule)) }.into());
                 }
                 Action::Error { code } => {

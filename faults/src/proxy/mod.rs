@@ -25,6 +25,9 @@ pub mod advertise;
 mod conn;
 pub mod frame;
 pub mod inject;
+mod rule;
+
+pub use rule::{Action, Frames, Match, Rule, RuleId, RuleStats, MAX_SAMPLES, TCP_RTO_MIN_MS};
 
 /// A node as the proxy sees it: the destination of a connection (a broker
 /// listener) or its classified source.
@@ -66,121 +69,14 @@ pub struct Route {
     pub upstream: SocketAddr,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Frames {
-    Request,
-    Response,
-}
+/// The most losses drawn for one frame: held 15 rto at most (3 s at the
+/// minimum timeout), so that a probability near 1 still delivers. The draws
+/// do not look at the clock, and a loss fault lasts seconds: a frame lost
+/// more often than this would be lost after the fault healed.
+const MAX_RESENDS: u32 = 4;
 
-/// Which frames a rule acts on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Match {
-    /// Sources and destinations (empty = any). A frame matches when its
-    /// connection goes from a peer in `from` to a peer in `to`, or — with
-    /// `both_ways` — from `to` to `from`; then requests travel from → to and
-    /// responses to → from, and `direction_from_to_only` below restricts
-    /// which of them.
-    pub from: Vec<PeerGroup>,
-    pub to: Vec<PeerGroup>,
-    pub both_ways: bool,
-    /// Only bytes travelling from a `from` peer towards a `to` peer (one-way
-    /// partition); false = both directions of the matched connections.
-    pub one_way: bool,
-    /// Kafka API keys (empty = any).
-    pub api_keys: Vec<i16>,
-    /// Request or response frames (None = both).
-    pub frames: Option<Frames>,
-    /// Only frames of this transactional id (requests carrying one, and the
-    /// responses to them).
-    pub transactional_id: Option<String>,
-    /// Only the n-th matching frame (1-based).
-    pub nth: Option<u64>,
-    /// Act on a matching frame with this probability (seeded).
-    pub probability: Option<f64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "action")]
-pub enum Action {
-    /// Swallow the frame (the connection stays open).
-    Drop,
-    /// Hold the frame delay_ms ± jitter_ms (order on the connection kept).
-    Delay { delay_ms: u64, jitter_ms: u64 },
-    /// Requests: answer with this error code instead of forwarding.
-    /// Responses: replace the error codes in the response.
-    Error { code: i16 },
-    /// Reset (RST) matching connections now and new ones at once.
-    Reset,
-    /// Pace matching frames so that, per direction, they pass at no more
-    /// than `bytes_per_sec` (all connections the rule matches share it, as
-    /// one link's bandwidth): a frame is released once the link would have
-    /// carried it. Order on a connection is kept; the rule's removal
-    /// releases what it holds.
-    Throttle { bytes_per_sec: u64 },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rule {
-    pub name: String,
-    pub matches: Match,
-    pub action: Action,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct RuleId(pub u64);
-
-/// What a rule matched and did: the confirmed effect of a fault.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RuleStats {
-    /// Frames that fit the rule's match, counted before `nth` and
-    /// `probability` pick the ones acted on (a connection-level Reset counts
-    /// the connections it reset).
-    pub matched: u64,
-    pub dropped: u64,
-    pub delayed: u64,
-    pub errors_injected: u64,
-    pub connections_reset: u64,
-    /// Frames a Throttle paced, and their bytes. Left out when zero, so
-    /// the stats of every other rule read and write as they always have.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub throttled: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub throttled_bytes: u64,
-    /// Up to 20 descriptions of frames acted on, e.g.
-    /// "EndTxn v5 response corr 17 tid sinkhole-x-0-3 worker-0 → broker-2: dropped".
-    pub samples: Vec<String>,
-}
-
-impl RuleStats {
-    /// The rule acted on at least one frame or connection.
-    pub fn acted(&self) -> bool {
-        self.dropped + self.delayed + self.errors_injected + self.connections_reset + self.throttled > 0
-    }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// The most samples a rule keeps.
-pub const MAX_SAMPLES: usize = 20;
-
-impl PeerGroup {
-    pub fn contains(&self, peer: &Peer) -> bool {
-        match (self, peer) {
-            (PeerGroup::Workers, Peer::Worker(_)) => true,
-            (PeerGroup::Worker(a), Peer::Worker(b)) => a == b,
-            (PeerGroup::Brokers, Peer::Broker(_)) => true,
-            (PeerGroup::Broker(a), Peer::Broker(b)) => a == b,
-            _ => false,
-        }
-    }
-}
-
-fn in_groups(groups: &[PeerGroup], peer: &Peer) -> bool {
-    groups.is_empty() || groups.iter().any(|g| g.contains(peer))
-}
+/// A Hold's deadline: far enough that only the rule's removal releases it.
+const HOLD_UNTIL_REMOVED: Duration = Duration::from_secs(365 * 24 * 3600);
 
 impl std::fmt::Display for Peer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -240,47 +136,6 @@ fn destination(node: i32, kind: ListenerKind) -> String {
     }
 }
 
-impl Match {
-    /// The connection from `source` to node `node` is one the rule names, in
-    /// either orientation: `(forward, reverse)`. A reverse connection (from a
-    /// `to` peer to a `from` peer) counts with `both_ways`, and with
-    /// `one_way`, whose bytes "from → to" include the responses on it.
-    fn orientation(&self, source: &Peer, node: i32) -> (bool, bool) {
-        // The rig's own clients are never cut off by a rule naming groups.
-        if matches!(source, Peer::Other(_)) && !self.from.is_empty() {
-            return (false, false);
-        }
-        let dst = Peer::Broker(node);
-        let fwd = in_groups(&self.from, source) && in_groups(&self.to, &dst);
-        let rev = (self.both_ways || self.one_way) && in_groups(&self.to, source) && in_groups(&self.from, &dst);
-        (fwd, rev)
-    }
-
-    /// Whether a frame fits (before `nth` and `probability`).
-    fn fits(&self, f: &FrameInfo<'_>) -> bool {
-        let (fwd, rev) = self.orientation(f.source, f.node);
-        let network = if self.one_way {
-            (fwd && f.dir == Frames::Request) || (rev && f.dir == Frames::Response)
-        } else {
-            fwd || rev
-        };
-        network
-            && self.frames.is_none_or(|d| d == f.dir)
-            && (self.api_keys.is_empty() || f.api_key.is_some_and(|k| self.api_keys.contains(&k)))
-            && self.transactional_id.as_ref().is_none_or(|t| f.transactional_ids.iter().any(|x| x == t))
-    }
-
-    /// A rule that acts on whole connections (no frame-level filter): a Reset
-    /// rule like this resets matching connections as soon as they are known.
-    fn connection_level(&self) -> bool {
-        self.api_keys.is_empty()
-            && self.frames.is_none()
-            && self.transactional_id.is_none()
-            && self.nth.is_none()
-            && self.probability.is_none()
-    }
-}
-
 /// What the proxy did with a frame a rule picked.
 #[derive(Debug, Clone)]
 pub(crate) enum Outcome {
@@ -290,6 +145,10 @@ pub(crate) enum Outcome {
     Reset,
     /// Held this long so the link carries it at the rule's rate; its bytes.
     Throttled(Duration, usize),
+    /// Held until the rule's removal.
+    Held,
+    /// Drawn lost: delivered this much later.
+    Resent(Duration),
     /// The rule fit but its action could not be carried out (the frame was
     /// forwarded): counted as matched, not as acted.
     Failed(String),
@@ -422,6 +281,20 @@ impl Shared {
                     r.link_free[side] = Some(done);
                     done - now
                 }
+                // Until the removal wakes the writer (see `conn::write_loop`).
+                Action::Hold => HOLD_UNTIL_REMOVED,
+                Action::Lose { rto_ms } => {
+                    // The first loss was the probability's draw; each resend
+                    // is lost again with the same probability, and waits
+                    // twice as long as the one before.
+                    let p = r.rule.matches.probability.unwrap_or(0.0);
+                    let mut rng = lock(&self.rng);
+                    let mut losses = 1u32;
+                    while losses < MAX_RESENDS && rng.unit() < p {
+                        losses += 1;
+                    }
+                    Duration::from_millis(rto_ms.saturating_mul((1u64 << losses) - 1))
+                }
                 _ => Duration::ZERO,
             };
             return Some(Verdict { rule: r.id, action: r.rule.action.clone(), hold });
@@ -443,6 +316,8 @@ impl Shared {
             Outcome::ErrorInjected(c) => format!("error {c} injected"),
             Outcome::Reset => "connection reset".to_string(),
             Outcome::Throttled(d, n) => format!("throttled {} ms ({n} bytes)", d.as_millis()),
+            Outcome::Held => "held until the heal".to_string(),
+            Outcome::Resent(d) => format!("lost, sent again {} ms later", d.as_millis()),
             Outcome::Failed(why) => format!("forwarded unchanged ({why})"),
         };
         let sample = describe(&what);
@@ -463,6 +338,8 @@ impl Shared {
                 r.stats.throttled += 1;
                 r.stats.throttled_bytes += n as u64;
             }
+            Outcome::Held => r.stats.held += 1,
+            Outcome::Resent(_) => r.stats.resent += 1,
             Outcome::Failed(_) => {}
         }
         if r.stats.samples.len() < MAX_SAMPLES {

@@ -1,6 +1,6 @@
 //! What a fault aims at, resolved against the job and the cluster, and the
 //! proxy rule a network or protocol fault installs.
-use sinkhole_faults::proxy::{Action, Frames, Match, PeerGroup, Rule};
+use sinkhole_faults::proxy::{Action, Frames, Match, PeerGroup, Rule, TCP_RTO_MIN_MS};
 
 use sinkhole_scenario::{FaultKind, FaultSpec, FrameDirection, Group, NamedTarget, NetDirection, Target};
 
@@ -96,9 +96,13 @@ pub fn peer_group(g: Group) -> PeerGroup {
 /// `net-blackhole`.
 ///
 /// Network faults act on whole Kafka frames between two groups, as Jepsen's
-/// partition nemeses cut links between node sets: a partition or blackhole
-/// drops frames (connections hang, as an iptables DROP makes them), a reset
-/// sends RST, delay holds frames, loss drops each frame with a probability.
+/// partition nemeses cut links between node sets. They do to a frame what
+/// the network does to TCP's bytes, which the kernel sends again until they
+/// are acknowledged: a partition or blackhole holds frames until it heals
+/// (connections hang, as an iptables DROP makes them, and resume at the
+/// heal unless a peer gave up first); loss makes a frame late by TCP's
+/// retransmission timeout; a reset sends RST; delay holds frames. Losing a
+/// request or response for good is a protocol fault (`protocol-drop`).
 pub fn proxy_rule(
     spec: &FaultSpec,
     name: &str,
@@ -124,7 +128,7 @@ pub fn proxy_rule(
             if m.from.is_empty() || m.to.is_empty() {
                 return Err("net-partition needs both from and to groups".into());
             }
-            Action::Drop
+            Action::Hold
         }
         FaultKind::NetBlackhole => {
             if blackholed.is_empty() {
@@ -135,7 +139,7 @@ pub fn proxy_rule(
             m.to = blackholed.iter().map(|&n| PeerGroup::Broker(n)).collect();
             m.both_ways = true;
             m.one_way = false;
-            Action::Drop
+            Action::Hold
         }
         FaultKind::NetReset => Action::Reset,
         FaultKind::NetDelay => delay()?,
@@ -150,7 +154,7 @@ pub fn proxy_rule(
                 Some(p) if p > 0.0 && p <= 1.0 => {}
                 other => return Err(format!("net-loss needs a probability in (0, 1], got {other:?}")),
             }
-            Action::Drop
+            Action::Lose { rto_ms: TCP_RTO_MIN_MS }
         }
         FaultKind::ProtocolDrop | FaultKind::ProtocolDelay | FaultKind::ProtocolError => {
             m.api_keys = spec
@@ -202,7 +206,7 @@ mod tests {
         let p = cut(vec![Group::Broker(1), Group::Broker(2)], None);
         let r = proxy_rule(&p, "cut", None, &[]).unwrap();
         assert_eq!(r.name, "cut");
-        assert_eq!(r.action, Action::Drop);
+        assert_eq!(r.action, Action::Hold);
         assert_eq!(r.matches.from, vec![PeerGroup::Workers]);
         assert_eq!(r.matches.to, vec![PeerGroup::Broker(1), PeerGroup::Broker(2)]);
         assert!(r.matches.both_ways && !r.matches.one_way);
@@ -218,6 +222,7 @@ mod tests {
 
         let b = FaultSpec::new(Fault::NetBlackhole(Blackhole::default()), at);
         let r = proxy_rule(&b, "bh", None, &[2]).unwrap();
+        assert_eq!(r.action, Action::Hold);
         assert!(r.matches.from.is_empty() && r.matches.both_ways);
         assert_eq!(r.matches.to, vec![PeerGroup::Broker(2)]);
         assert!(proxy_rule(&b, "bh", None, &[]).is_err());
@@ -246,7 +251,7 @@ mod tests {
         assert_eq!(r.action, Action::Throttle { bytes_per_sec: 4096 });
         assert_eq!((r.matches.from, r.matches.to), (vec![PeerGroup::Workers], vec![PeerGroup::Brokers]));
         let r = proxy_rule(&loss(0.25), "l", None, &[]).unwrap();
-        assert_eq!((r.action, r.matches.probability), (Action::Drop, Some(0.25)));
+        assert_eq!((r.action, r.matches.probability), (Action::Lose { rto_ms: 200 }, Some(0.25)));
 
         // Protocol: API keys by name, frames, error codes, the resolved id, nth.
         let mut e = FramesError {

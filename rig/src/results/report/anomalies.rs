@@ -272,13 +272,18 @@ pub fn fault_evidence(effect: &FaultEffect) -> Vec<String> {
     }
     if let Some(End::Rule(r)) = effect.end() {
         let st = &r.stats;
-        let throttled = if st.throttled > 0 {
-            format!(", throttled {} ({} bytes)", st.throttled, st.throttled_bytes)
-        } else {
-            String::new()
-        };
+        let mut more = String::new();
+        if st.throttled > 0 {
+            more += &format!(", throttled {} ({} bytes)", st.throttled, st.throttled_bytes);
+        }
+        if st.held > 0 {
+            more += &format!(", held until the heal {}", st.held);
+        }
+        if st.resent > 0 {
+            more += &format!(", lost and sent again {}", st.resent);
+        }
         out.push(format!(
-            "proxy: matched {}, dropped {}, delayed {}, errors injected {}, connections reset {}{throttled}",
+            "proxy: matched {}, dropped {}, delayed {}, errors injected {}, connections reset {}{more}",
             st.matched, st.dropped, st.delayed, st.errors_injected, st.connections_reset
         ));
         out.extend(st.samples.iter().take(3).cloned());
@@ -332,9 +337,19 @@ mod tests {
             "end": {"rule_id": 1, "acted": true, "stats": {
             "matched": 2, "dropped": 1, "delayed": 0, "errors_injected": 0, "connections_reset": 0,
             "samples": ["EndTxn v5 response corr 79 tid t-0-3 worker-0 → broker-1: dropped"]}}});
-        let lines = fault_evidence(&effect("protocol-drop", drop));
+        let lines = fault_evidence(&effect("protocol-drop", drop.clone()));
         assert_eq!(lines[0], "proxy: matched 2, dropped 1, delayed 0, errors injected 0, connections reset 0");
         assert!(lines[1].starts_with("EndTxn v5 response"), "{lines:?}");
+        // A partition's and a loss's counts, only when there are any.
+        let mut held = drop.clone();
+        held["end"]["stats"]["held"] = json!(4);
+        held["end"]["stats"]["resent"] = json!(2);
+        let lines = fault_evidence(&effect("net-partition", held));
+        assert_eq!(
+            lines[0],
+            "proxy: matched 2, dropped 1, delayed 0, errors injected 0, connections reset 0, held until the heal 4, \
+             lost and sent again 2"
+        );
 
         let frozen = json!({"start": {"trigger": {"at_ms": 1}, "attempt": 0, "workers": [], "duration_ms": 8000,
             "open_transactions": ["t-0-3"], "while_frozen": {"after_ms": 5500, "transactions": [
