@@ -973,16 +973,22 @@ async fn broker_faults_run_beside_the_job_and_everything_is_healed_at_the_end() 
     r.cleanup();
 }
 
-/// A protocol fault that falls due while the only broker is down waits for it to be back
-/// (it would meet no frame), and says when it was due; on three brokers it does not wait.
+/// A protocol fault that falls due while the only broker is down (killed or stopped) waits for
+/// it to be back (it would meet no frame), and says when it was due; on three brokers it does
+/// not wait.
 #[tokio::test]
 async fn a_frame_fault_due_while_the_only_broker_is_down_waits_for_its_return() {
-    for one in [true, false] {
+    let down = |stop: bool| {
+        let nodes = Nodes { target: Target::Ids(vec![1]) };
+        if stop {
+            Fault::BrokerStop(nodes)
+        } else {
+            Fault::BrokerKill(nodes)
+        }
+    };
+    for (one, stop) in [(true, false), (true, true), (false, false)] {
         let faults = vec![
-            FaultSpec {
-                duration_ms: Some(50),
-                ..fault("kill-1", Fault::BrokerKill(Nodes { target: Target::Ids(vec![1]) }), When::AtMs(50))
-            },
+            FaultSpec { duration_ms: Some(50), ..fault("kill-1", down(stop), When::AtMs(50)) },
             fault(
                 "delay",
                 Fault::ProtocolDelay(FramesDelay {
@@ -1001,7 +1007,11 @@ async fn a_frame_fault_due_while_the_only_broker_is_down_waits_for_its_return() 
         ];
         // The broker is back 500 ms after its kill: its start takes 450 ms.
         let mut brokers = FakeBrokers { slow: Some((0, 450)), one, ..FakeBrokers::default() };
-        let name = if one { "one-broker" } else { "three-brokers" };
+        let name = match (one, stop) {
+            (true, false) => "one-broker",
+            (true, true) => "one-broker-stopped",
+            _ => "three-brokers",
+        };
         let r = run_with(name, job(1, 3_000), Behavior { step: 10, ..Behavior::default() }, faults, &mut brokers).await;
         let back = r.position(|k| matches!(k, EventKind::FaultEnded { name, .. } if name == "kill-1")).unwrap();
         let delay = r.position(|k| matches!(k, EventKind::FaultStarted { name, .. } if name == "delay"));
