@@ -163,7 +163,7 @@ pub struct Calibration {
     pub rows: Vec<Row>,
     pub totals: CalibrationTotals,
     pub wall_ms: u64,
-    /// 1 when a mutant escaped every scenario or a faithful mode was
+    /// 1 when no scenario caught a mutant or a faithful mode was
     /// flagged; 3 when neither but the rig failed somewhere; else 0.
     pub exit_code: u8,
 }
@@ -287,7 +287,7 @@ pub fn analyse(m: &Matrix, mutants: &[Mutant]) -> (Vec<String>, Vec<Row>, Calibr
     (scenarios, rows, t, code)
 }
 
-/// 1 when a mutant escaped every scenario or a faithful mode was flagged
+/// 1 when no scenario caught a mutant or a faithful mode was flagged
 /// (either is a finding about the library), 3 when the rig failed and there
 /// is no such finding, else 0.
 pub fn exit_code(t: &CalibrationTotals) -> u8 {

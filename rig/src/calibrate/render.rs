@@ -35,11 +35,26 @@ fn caught_text(c: &DetectionCell) -> String {
     }
 }
 
+/// A mutant no scenario caught: whether it passed everywhere it ran, or some of the runs that
+/// might have caught it were inconclusive (a fault that took no effect is not a pass).
+fn nobody(r: &Row) -> String {
+    let unjudged: Vec<&str> =
+        r.cells.iter().filter(|c| c.detection == Detection::Inconclusive).map(|c| c.scenario.as_str()).collect();
+    match unjudged.len() {
+        0 => "NOBODY (it passed every scenario)".to_string(),
+        n => format!(
+            "NOBODY (passed the others; inconclusive in {n}: {}{})",
+            unjudged.iter().take(3).copied().collect::<Vec<_>>().join(", "),
+            if n > 3 { ", …" } else { "" }
+        ),
+    }
+}
+
 fn row_cells(r: &Row) -> [String; 5] {
     let caught: Vec<String> = r.cells.iter().filter(|c| c.detection == Detection::Caught).map(caught_text).collect();
     let caught = if caught.is_empty() {
         if r.is_mutant() {
-            "NOBODY (escaped every scenario)".to_string()
+            nobody(r)
         } else {
             "none".to_string()
         }
@@ -85,7 +100,7 @@ pub fn render_table(c: &Calibration) -> String {
     let t = &c.totals;
     let _ = writeln!(
         out,
-        "{} mutants: {} caught, {} escaped every scenario; faithful modes flagged: {}; {} scenarios; wall time {}{}",
+        "{} mutants: {} caught, {} caught by no scenario; faithful modes flagged: {}; {} scenarios; wall time {}{}",
         t.mutants,
         t.caught,
         t.uncaught,
@@ -161,7 +176,7 @@ pub fn render_html(c: &Calibration) -> String {
     let t = &c.totals;
     let _ = writeln!(
         h,
-        "<p>{} mutants: <b>{} caught</b>, <b>{} escaped every scenario</b>; faithful modes flagged: <b>{}</b>. \
+        "<p>{} mutants: <b>{} caught</b>, <b>{} caught by no scenario</b>; faithful modes flagged: <b>{}</b>. \
          Kafka {}; seeds {}; {} scenarios; wall time {}{}. Exit code {}. The runs: <a href=\"{}\">matrix.html</a>.</p>",
         t.mutants,
         t.caught,

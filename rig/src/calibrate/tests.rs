@@ -96,8 +96,14 @@ fn exit_1_when_a_mutant_escapes_everywhere_or_a_faithful_mode_is_flagged() {
     ]);
     let c = Calibration::of(&m, &[Mutant::AssumeCommitted]);
     assert_eq!((c.totals.uncaught, c.exit_code), (1, exit::FAILED));
-    assert!(render::render_table(&c).contains("NOBODY (escaped every scenario)"));
+    let table = render::render_table(&c);
+    assert!(table.contains("NOBODY (passed the others; inconclusive in 1: b)"), "{table}");
+    assert!(table.contains("1 caught by no scenario"), "{table}");
     assert_eq!(c.rows[0].cells[1].detection, Detection::Inconclusive);
+    // Passed everywhere: said so.
+    let m = matrix(vec![cell("a", 1, vec![pass(LEGACY), pass(ACK)])]);
+    let c = Calibration::of(&m, &[Mutant::AssumeCommitted]);
+    assert!(render::render_table(&c).contains("NOBODY (it passed every scenario)"));
     // A faithful mode that fails: the scenario blames a correct sink.
     let m = matrix(vec![cell(
         "a",

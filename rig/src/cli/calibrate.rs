@@ -14,7 +14,7 @@ pub async fn run(a: CalibrateCmd) -> Result<(), Failure> {
         exit::FAILED => Err(Failure::Judged {
             code,
             message:
-                "the library has no power against a mutant (it escaped every scenario), or it flagged a faithful mode"
+                "the library showed no power against a mutant (no scenario caught it), or it flagged a faithful mode"
                     .into(),
         }),
         _ => {

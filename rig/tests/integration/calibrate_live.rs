@@ -30,9 +30,9 @@ fn calibrate_catches_what_the_scenario_can_see_and_exits_1_for_what_escapes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}\n{stderr}");
     // assume-committed needs a commit whose answer never comes: this scenario cannot see it.
-    assert_eq!(out.status.code(), Some(1), "a mutant escaped every scenario");
+    assert_eq!(out.status.code(), Some(1), "a mutant no scenario caught");
     assert!(
-        stdout.contains("legacy~assume-committed") && stdout.contains("NOBODY (escaped every scenario)"),
+        stdout.contains("legacy~assume-committed") && stdout.contains("NOBODY (it passed every scenario)"),
         "{stdout}"
     );
     let c: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("calibrate.json")).unwrap()).unwrap();
