@@ -47,8 +47,10 @@ pub struct Resolved {
     pub generated: usize,
     /// For each generated fault, the job-time span [start, end) it occupies:
     /// its duration, or for an instantaneous fault (a kill, a restart, a
-    /// notification fault) the time set aside for its consequences. Spans do
-    /// not overlap and lie within `window_ms`.
+    /// notification fault) the time set aside for its consequences; a
+    /// `protocol-drop`'s span also holds its client's request timeout after it
+    /// ([`UNANSWERED_REQUEST_MS`]), cut at the window's end when it is the last
+    /// fault. Spans do not overlap and lie within `window_ms`.
     #[serde(default)]
     pub spans: Vec<[u64; 2]>,
 }
