@@ -233,6 +233,45 @@ async fn drop_of_one_transactional_ids_end_txn_responses_with_samples() {
     proxy.shutdown().await;
 }
 
+/// A rule that waited for one transactional id's frames says what passed instead: the frames
+/// of its kind under other ids, and which ids; or that none of its kind passed at all.
+#[tokio::test]
+async fn a_rule_that_matched_nothing_says_which_ids_passed_instead() {
+    let (_fake, proxy, listen) = setup(1).await;
+    let delay = Action::Delay { delay_ms: 1_000, jitter_ms: 0 };
+    let m = |api: ApiKey| Match {
+        api_keys: vec![api as i16],
+        frames: Some(Frames::Request),
+        transactional_id: Some("tid-a".into()),
+        nth: Some(1),
+        ..Match::default()
+    };
+    let end = rule("late-commit", m(ApiKey::EndTxn), delay.clone());
+    let add = rule("late-add", m(ApiKey::AddOffsetsToTxn), delay);
+    let (end_id, add_id) = (proxy.add(end.clone()), proxy.add(add.clone()));
+    assert_eq!(proxy.rule(end_id), Some(end.clone()));
+    let mut c = Client::connect(listen).await;
+    for (corr, tid) in [(1, "tid-b"), (2, "tid-c"), (3, "tid-b")] {
+        c.send(&request(ApiKey::EndTxn, 5, corr, W0, &end_txn(tid))).await;
+        assert_eq!(corr_of(&c.recv(SEC).await.unwrap()), corr, "not delayed");
+    }
+    let s = proxy.remove(end_id);
+    assert_eq!((s.matched, s.other_ids, s.other_id_samples.clone()), (0, 3, vec!["tid-b".into(), "tid-c".into()]));
+    assert!(!s.acted());
+    assert_eq!(
+        end.why_no_effect(&s),
+        "the rule matched no frame: 3 EndTxn request frame(s) passed for other transactional ids (tid-b, tid-c), none for tid-a"
+    );
+    let s = proxy.remove(add_id);
+    assert_eq!((s.matched, s.other_ids), (0, 0));
+    assert_eq!(
+        add.why_no_effect(&s),
+        "the rule matched no frame: no AddOffsetsToTxn request frame passed the proxy while it was in place, for tid-a or any other transactional id"
+    );
+    assert_eq!(proxy.rule(end_id), None, "removed");
+    proxy.shutdown().await;
+}
+
 #[tokio::test]
 async fn nth_drops_only_the_nth_matching_request() {
     let (fake, proxy, listen) = setup(1).await;

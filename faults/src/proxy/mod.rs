@@ -252,7 +252,11 @@ impl Shared {
     pub(crate) fn decide(&self, f: &FrameInfo<'_>) -> Option<Verdict> {
         let mut st = lock(&self.state);
         for r in st.rules.iter_mut() {
-            if !r.rule.matches.fits(f) {
+            if !r.rule.matches.fits_but_id(f) {
+                continue;
+            }
+            if !r.rule.matches.id_fits(f) {
+                r.stats.other_id(f.transactional_ids);
                 continue;
             }
             r.seen += 1;
@@ -510,6 +514,11 @@ impl Proxy {
         st.rules.push(RuleEntry { id, rule, stats, seen: 0, link_free: [None, None] });
         self.shared.rule_count.store(st.rules.len(), Ordering::Release);
         id
+    }
+
+    /// The rule installed as `id`, while it is.
+    pub fn rule(&self, id: RuleId) -> Option<Rule> {
+        lock(&self.shared.state).rules.iter().find(|r| r.id == id).map(|r| r.rule.clone())
     }
 
     /// Removes the rule (held frames are released) and returns its final stats.

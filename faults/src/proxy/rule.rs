@@ -82,6 +82,41 @@ pub struct Rule {
     pub action: Action,
 }
 
+impl Rule {
+    /// Why the rule did nothing while it was in place, from what it saw (`stats`): the words a
+    /// fault's evidence gives for an effect not confirmed.
+    pub fn why_no_effect(&self, stats: &RuleStats) -> String {
+        let m = &self.matches;
+        if stats.matched > 0 {
+            return format!(
+                "the rule matched {} frame(s) and acted on none (nth {}, probability {})",
+                stats.matched,
+                m.nth.map_or("any".to_string(), |n| n.to_string()),
+                m.probability.map_or("1".to_string(), |p| p.to_string()),
+            );
+        }
+        let mut kind: Vec<String> = m.api_keys.iter().map(|k| sinkhole_kafka::api::describe_api(*k)).collect();
+        if kind.is_empty() {
+            kind.push("any API".into());
+        }
+        let dir = match m.frames {
+            Some(Frames::Request) => " request",
+            Some(Frames::Response) => " response",
+            None => "",
+        };
+        let kind = format!("{}{dir}", kind.join("/"));
+        match &m.transactional_id {
+            Some(tid) if stats.other_ids > 0 => format!(
+                "the rule matched no frame: {} {kind} frame(s) passed for other transactional ids ({}), none for {tid}",
+                stats.other_ids,
+                stats.other_id_samples.join(", "),
+            ),
+            Some(tid) => format!("the rule matched no frame: no {kind} frame passed the proxy while it was in place, for {tid} or any other transactional id"),
+            None => format!("the rule matched no frame: no {kind} frame passed the proxy while it was in place"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct RuleId(pub u64);
 
@@ -112,9 +147,26 @@ pub struct RuleStats {
     /// Up to 20 descriptions of frames acted on, e.g.
     /// "EndTxn v5 response corr 17 tid sinkhole-x-0-3 worker-0 → broker-2: dropped".
     pub samples: Vec<String>,
+    /// A rule naming a transactional id: frames that fit it but for their id, and the first
+    /// few ids they carried ("(none)" for a request the proxy read no id from). A rule that
+    /// matched nothing says with them whether the frames it waited for passed under another
+    /// id, or never passed at all. Left out when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub other_ids: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_id_samples: Vec<String>,
 }
 
 impl RuleStats {
+    /// Counts a frame that fit the rule but for its transactional ids.
+    pub(super) fn other_id(&mut self, ids: &[String]) {
+        self.other_ids += 1;
+        let id = if ids.is_empty() { "(none)".to_string() } else { ids.join(",") };
+        if self.other_id_samples.len() < MAX_OTHER_IDS && !self.other_id_samples.contains(&id) {
+            self.other_id_samples.push(id);
+        }
+    }
+
     /// The rule acted on at least one frame or connection.
     pub fn acted(&self) -> bool {
         self.dropped
@@ -134,6 +186,9 @@ fn is_zero(n: &u64) -> bool {
 
 /// The most samples a rule keeps.
 pub const MAX_SAMPLES: usize = 20;
+
+/// The most other transactional ids a rule remembers.
+pub const MAX_OTHER_IDS: usize = 4;
 
 /// Linux's smallest retransmission timeout (`TCP_RTO_MIN`, 200 ms): on the
 /// loopback a round trip is far below it, so a lost segment waits this long.
@@ -171,8 +226,9 @@ impl Match {
         (fwd, rev)
     }
 
-    /// Whether a frame fits (before `nth` and `probability`).
-    pub(super) fn fits(&self, f: &FrameInfo<'_>) -> bool {
+    /// Whether a frame fits every part of the match but the transactional id (before `nth`
+    /// and `probability`, as [`Match::id_fits`]).
+    pub(super) fn fits_but_id(&self, f: &FrameInfo<'_>) -> bool {
         let (fwd, rev) = self.orientation(f.source, f.node);
         let network = if self.one_way {
             (fwd && f.dir == Frames::Request) || (rev && f.dir == Frames::Response)
@@ -182,7 +238,11 @@ impl Match {
         network
             && self.frames.is_none_or(|d| d == f.dir)
             && (self.api_keys.is_empty() || f.api_key.is_some_and(|k| self.api_keys.contains(&k)))
-            && self.transactional_id.as_ref().is_none_or(|t| f.transactional_ids.iter().any(|x| x == t))
+    }
+
+    /// The frame carries the rule's transactional id, or the rule names none.
+    pub(super) fn id_fits(&self, f: &FrameInfo<'_>) -> bool {
+        self.transactional_id.as_ref().is_none_or(|t| f.transactional_ids.iter().any(|x| x == t))
     }
 
     /// A rule that acts on whole connections (no frame-level filter): a Reset

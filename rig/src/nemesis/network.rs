@@ -120,9 +120,13 @@ impl<S: Subject, B: Cluster + ?Sized> Nemesis<'_, S, B> {
     /// Takes the rule out: the network heals, held frames are released.
     pub(super) fn remove_rule(&mut self, f: usize, id: sinkhole_faults::proxy::RuleId) -> anyhow::Result<()> {
         let Some(proxy) = self.proxy.clone() else { return Ok(()) };
+        let rule = proxy.rule(id);
         let stats = proxy.remove(id);
         let acted = stats.acted();
-        let why_unconfirmed = (!acted).then(|| "the rule matched no frame it could act on".to_string());
+        let why_unconfirmed = (!acted).then(|| match rule {
+            Some(r) => r.why_no_effect(&stats),
+            None => "the rule matched no frame it could act on".to_string(),
+        });
         let end = RuleEnd { rule_id: id.0, stats, acted, why_unconfirmed };
         self.fault_ended_with(f, End::Rule(end), Some(acted))
     }
