@@ -129,8 +129,9 @@ pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// [`validate`]'s problems with their paths written out (`cluster.external.bootstrap[0]`), for
-/// settings that came from the command line rather than a file.
+/// The section's problems (the private `validate`'s) with their paths written out
+/// (`cluster.external.bootstrap[0]`), for settings that came from the command line rather than
+/// a file.
 pub fn problems(e: &ExternalSpec, brokers: usize) -> Vec<(String, String)> {
     validate(e, brokers).into_iter().map(|(p, m)| (super::located::render_path(&p), m)).collect()
 }
