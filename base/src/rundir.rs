@@ -60,6 +60,8 @@ pub mod names {
     pub const SERVER_PROPERTIES: &str = "server.properties";
     /// In a node's directory: the broker's `kafka.logs.dir`.
     pub const NODE_LOGS: &str = "logs";
+    /// In a node's directory: the broker's `log.dirs` (its log segments and metadata).
+    pub const NODE_DATA: &str = "data";
 
     /// A matrix's cells.
     pub const MATRIX_JSON: &str = "matrix.json";

@@ -71,6 +71,8 @@ pub struct Campaign {
     pub out: Option<PathBuf>,
     /// Print the campaign's JSON file on stdout instead of the table.
     pub json: bool,
+    /// `--keep-data`: the runs keep their brokers' log segments ([`RunArgs::drop_data`]).
+    pub keep_data: bool,
 }
 
 impl Default for Campaign {
@@ -82,6 +84,7 @@ impl Default for Campaign {
             results: PathBuf::from("results"),
             out: None,
             json: false,
+            keep_data: false,
         }
     }
 }
@@ -663,6 +666,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
         connector_jar: None,
         sequential: args.sequential,
         bootstrap: Vec::new(),
+        drop_data: !args.campaign.keep_data,
     }
 }
 

@@ -83,6 +83,11 @@ pub struct LocalSpec {
     pub ready_timeout: Duration,
     /// Remove `dir` at teardown (throwaway clusters); logs are lost with it.
     pub remove_dir_on_teardown: bool,
+    /// Remove each node's `data/` (the log segments) at teardown, keeping its
+    /// `server.log`, logs and configuration: a campaign's runs, whose verdicts
+    /// rest on what was drained, and whose segments would otherwise fill the disk
+    /// over a night (a hundred megabytes and more a run).
+    pub drop_data_on_teardown: bool,
     /// ACL scenarios: an authorizer, and a SASL/PLAIN listener for the sink
     /// workers whose one user is this ([`config::with_sink_listener`]).
     pub sink_sasl: Option<SaslPlain>,
@@ -113,6 +118,7 @@ impl LocalSpec {
             lifetime: Lifetime::Owned,
             ready_timeout: Duration::from_secs(90),
             remove_dir_on_teardown: false,
+            drop_data_on_teardown: false,
             sink_sasl: None,
             proxy: None,
             listeners: Vec::new(),
@@ -145,6 +151,7 @@ pub struct LocalCluster {
     pub lifetime: Lifetime,
     pub nodes: Vec<LocalNode>,
     pub remove_dir_on_teardown: bool,
+    pub drop_data_on_teardown: bool,
     torn_down: bool,
     proxy: Option<Proxy>,
     class_archive: cds::ClassArchive,
@@ -178,7 +185,7 @@ impl LocalCluster {
         for addr in &addrs {
             let dir = ClusterDir::at(&spec.dir).node(addr.node_id);
             fs::create_dir_all(dir.join(names::NODE_LOGS)).map_err(io(format!("creating {}", dir.display())))?;
-            let data = dir.join("data");
+            let data = dir.join(names::NODE_DATA);
             let mut text = config::render(*addr, &addrs, &data.to_string_lossy(), &spec.broker_config);
             if let Some(sasl) = &spec.sink_sasl {
                 let port = sink_ports[nodes.len()];
@@ -206,6 +213,7 @@ impl LocalCluster {
             lifetime: spec.lifetime,
             nodes,
             remove_dir_on_teardown: spec.remove_dir_on_teardown,
+            drop_data_on_teardown: spec.drop_data_on_teardown,
             torn_down: false,
             proxy: None,
             class_archive: spec.class_archive.clone(),
@@ -262,7 +270,7 @@ impl LocalCluster {
     }
 
     /// Kills every node (SIGKILL to each process group) and reaps them; removes
-    /// the directory when the spec asked for it. Idempotent.
+    /// the directory, or the nodes' data, when the spec asked for it. Idempotent.
     pub fn teardown(&mut self) {
         if self.torn_down {
             return;
@@ -282,6 +290,10 @@ impl LocalCluster {
         }
         if self.remove_dir_on_teardown {
             let _ = fs::remove_dir_all(&self.dir);
+        } else if self.drop_data_on_teardown {
+            for n in &self.nodes {
+                let _ = fs::remove_dir_all(n.dir.join(names::NODE_DATA));
+            }
         }
     }
 
@@ -333,6 +345,7 @@ impl LocalCluster {
             lifetime: Lifetime::Detached,
             nodes,
             remove_dir_on_teardown: false,
+            drop_data_on_teardown: false,
             torn_down: true, // adopted clusters end only through `down`
             proxy: None,
             class_archive,

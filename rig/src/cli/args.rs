@@ -95,6 +95,10 @@ pub struct ShrinkCmd {
     /// At most this many seconds (a candidate under way is finished).
     #[arg(long, default_value_t = 1800)]
     pub time: u64,
+    /// Keep each candidate run's Kafka log segments (cluster/node-*/data), removed by default
+    /// when its cluster is torn down (the brokers' logs stay; the shrunk run's are untouched).
+    #[arg(long)]
+    pub keep_data: bool,
 }
 
 #[derive(Args)]
@@ -124,6 +128,10 @@ pub struct ExploreCmd {
     /// mutant takes to be found.
     #[arg(long)]
     pub until_found: bool,
+    /// Keep every run's Kafka log segments (cluster/node-*/data), removed by default when each
+    /// run's cluster is torn down (the brokers' logs stay).
+    #[arg(long)]
+    pub keep_data: bool,
     /// This host's share of a campaign across hosts: shard I of N makes the runs with seeds
     /// S+I-1, S+I-1+N, … (needs --seed); `sinkhole merge` joins the shards' directories.
     #[arg(long, value_name = "I/N")]
@@ -175,6 +183,11 @@ pub struct CampaignOpts {
     /// Print matrix.json on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Keep every run's Kafka log segments (cluster/node-*/data). By default a campaign removes
+    /// them when each cluster is torn down, keeping the brokers' logs: the verdicts rest on what
+    /// was drained, and the segments of a night's runs would fill the disk.
+    #[arg(long)]
+    pub keep_data: bool,
 }
 
 /// `--seeds` and `--seed`: a seed is any whole number a u64 holds.
@@ -200,10 +213,10 @@ fn seed_count(s: &str) -> Result<u32, String> {
 impl CampaignOpts {
     /// The campaign: `--seeds` when given, else `--seed-count` seeds from `--seed`.
     pub fn campaign(self) -> Campaign {
-        let CampaignOpts { inputs, kafka, seeds, seed_count, seed, results, out, json } = self;
+        let CampaignOpts { inputs, kafka, seeds, seed_count, seed, results, out, json, keep_data } = self;
         let seeds =
             if seeds.is_empty() { Seeds::Count { n: seed_count.unwrap_or(1), base: seed } } else { Seeds::List(seeds) };
-        Campaign { inputs, kafka, seeds, results, out, json }
+        Campaign { inputs, kafka, seeds, results, out, json, keep_data }
     }
 }
 

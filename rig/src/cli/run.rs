@@ -33,6 +33,8 @@ pub async fn run(a: RunCmd) -> Result<(), Failure> {
         connector_jar,
         sequential,
         bootstrap,
+        // A single run keeps its brokers' log segments for inspection.
+        drop_data: false,
     };
     let backend = backend.map(|b| match b.as_str() {
         "containers" => Backend::Containers,

@@ -68,6 +68,9 @@ pub struct ExploreArgs {
     /// Stop as soon as every mutant judged has a finding (without a mutant, every mode): a
     /// detection measurement, how long until each mutant is found.
     pub until_found: bool,
+    /// `--keep-data`: the runs (and the shrinks' tries) keep their brokers' log segments
+    /// ([`RunArgs::drop_data`]).
+    pub keep_data: bool,
     /// One host's share of a campaign across hosts: shard I of N makes the runs with seeds
     /// S+I-1, S+I-1+N, S+I-1+2N, … (`--seed` required), so N hosts with the same arguments
     /// never draw the same schedule, and `sinkhole merge` joins their directories ([`merge`]).
@@ -299,6 +302,7 @@ impl Campaign {
             modes: self.checked.modes.iter().map(|m| m.name().to_string()).collect(),
             seed: Some(seed),
             results: self.dir.join("runs"),
+            drop_data: !self.args.keep_data,
             ..RunArgs::default()
         };
         let mut row = RunRow::new(i + 1, seed, &drawn);
@@ -405,20 +409,16 @@ impl Campaign {
         m: &ModeSummary,
         kinds: &[String],
     ) -> Result<(Vec<FaultSpec>, u32, String), String> {
-        if self.args.shrink_runs == 0 {
-            return Err("--shrink-runs 0".into());
-        }
-        if kinds.is_empty() {
-            return Err(format!("no anomaly or job failure to shrink for ({})", m.reason));
-        }
-        if self.remaining().is_zero() {
-            return Err("the time budget was spent".into());
+        let mode = m.mode.name();
+        if let Some(why) = why_not_shrunk(&self.args, mode, &m.reason, kinds, &self.findings.list, self.remaining()) {
+            return Err(why);
         }
         let args = ShrinkArgs {
             run_dir: sum.dir.clone(),
             mode: Some(m.mode.name().to_string()),
             max_runs: self.args.shrink_runs,
             max_time: self.remaining(),
+            drop_data: !self.args.keep_data,
         };
         let r = shrink::shrink(args).await.map_err(|e| match e {
             RunError::BadInput(e) | RunError::Failed(e) => format!("the shrink failed: {e:#}"),
@@ -530,6 +530,33 @@ pub fn write_files(e: &Explored) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", json.display()))?;
     let page = e.dir.join(html::HTML_FILE);
     std::fs::write(&page, html::render_html(e)).with_context(|| format!("writing {}", page.display()))
+}
+
+/// Why a new finding keeps its run's faults instead of being shrunk, if it does: shrinking
+/// is off, there is nothing to shrink for, the budget is spent, or — under `--until-found`,
+/// which measures how long each mode takes to be found — its mode was found already, and the
+/// time goes to the modes not found yet.
+pub(crate) fn why_not_shrunk(
+    args: &ExploreArgs,
+    mode: &str,
+    reason: &str,
+    kinds: &[String],
+    found: &[Finding],
+    remaining: Duration,
+) -> Option<String> {
+    if args.shrink_runs == 0 {
+        return Some("--shrink-runs 0".into());
+    }
+    if kinds.is_empty() {
+        return Some(format!("no anomaly or job failure to shrink for ({reason})"));
+    }
+    if remaining.is_zero() {
+        return Some("the time budget was spent".into());
+    }
+    if args.until_found && found.iter().any(|f| f.signature.mode == mode) {
+        return Some(format!("--until-found: {mode} was found before; the time goes to the modes not found yet"));
+    }
+    None
 }
 
 #[cfg(test)]

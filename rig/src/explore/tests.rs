@@ -258,6 +258,7 @@ fn args(file: &Path) -> ExploreArgs {
         modes: vec![],
         shrink_runs: 2,
         until_found: false,
+        keep_data: false,
         shard: None,
     }
 }
@@ -679,4 +680,37 @@ fn merged_shards_keep_each_signature_once_the_earliest_with_every_hosts_runs() {
     plain.shard = None;
     let e = super::merge::merge(&[one, plain], Path::new("out")).unwrap_err();
     assert!(e.iter().any(|l| l.contains("not a shard")), "{e:?}");
+}
+
+/// Under `--until-found` a mode's later findings are kept unshrunk, so the budget goes to the
+/// modes not found yet; without it, and for a mode's first finding, they are shrunk. The other
+/// reasons stay as they were.
+#[test]
+fn until_found_shrinks_only_a_modes_first_finding() {
+    let (dir, file) = scenario_file("until-found");
+    let lost = vec!["lost".to_string()];
+    let sig = Signature::of("legacy~restore-off-by-one", "lost", &[]);
+    let found = [finding(&sig, 1, "found/01-lost.yaml", &["r1"])];
+    let hour = Duration::from_secs(3600);
+    let until = ExploreArgs { until_found: true, ..args(&file) };
+    let why = |a: &ExploreArgs, mode: &str, kinds: &[String], left: Duration| {
+        super::why_not_shrunk(a, mode, "r", kinds, &found, left)
+    };
+    assert_eq!(
+        why(&until, "legacy~restore-off-by-one", &lost, hour).as_deref(),
+        Some("--until-found: legacy~restore-off-by-one was found before; the time goes to the modes not found yet")
+    );
+    assert_eq!(why(&until, "legacy~assume-committed", &lost, hour), None, "a mode's first finding");
+    assert_eq!(why(&args(&file), "legacy~restore-off-by-one", &lost, hour), None, "without --until-found");
+    assert_eq!(
+        why(&until, "legacy~assume-committed", &[], hour).as_deref(),
+        Some("no anomaly or job failure to shrink for (r)")
+    );
+    assert_eq!(
+        why(&until, "legacy~assume-committed", &lost, Duration::ZERO).as_deref(),
+        Some("the time budget was spent")
+    );
+    let off = ExploreArgs { shrink_runs: 0, ..until };
+    assert_eq!(why(&off, "legacy~assume-committed", &lost, hour).as_deref(), Some("--shrink-runs 0"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

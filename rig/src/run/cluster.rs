@@ -33,6 +33,7 @@ pub(super) async fn start_cluster(plan: &Plan) -> Result<Box<dyn Cluster>, RunEr
             spec.broker_config = broker_config(s);
             spec.jit = s.cluster.jit;
             spec.remove_dir_on_teardown = false;
+            spec.drop_data_on_teardown = plan.drop_data;
             // Network and protocol faults act through the proxy (cluster.proxy, default: when one needs it).
             if s.needs_proxy() {
                 spec.proxy = Some(plan.seed);

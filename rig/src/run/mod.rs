@@ -59,6 +59,10 @@ pub struct RunArgs {
     /// `--bootstrap`: an existing cluster (`backend: external`), instead of the scenario's
     /// `cluster.external.bootstrap`.
     pub bootstrap: Vec<String>,
+    /// A campaign's run (matrix, calibration, exploration, a shrink's try): the local brokers'
+    /// log segments are removed when the cluster is torn down; their logs stay. A single run
+    /// keeps them.
+    pub drop_data: bool,
 }
 
 /// Exit 2 (the input) or exit 3 (the rig failed: the cluster did not start, a file could not be written).
@@ -91,6 +95,8 @@ pub struct Plan {
     pub schedule: sinkhole_scenario::schedule::Resolved,
     /// How the summary's exit code counts inconclusive modes.
     pub policy: Policy,
+    /// [`RunArgs::drop_data`].
+    pub drop_data: bool,
     /// The derived timeouts, from the resolved scenario: the observer's and the nemesis' looks
     /// past the transaction timeout, the drain's wait.
     pub timing: Timing,
@@ -216,6 +222,7 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
         dir,
         schedule,
         policy,
+        drop_data: args.drop_data,
     })
 }
 

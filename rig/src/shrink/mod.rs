@@ -39,6 +39,8 @@ pub struct ShrinkArgs {
     pub mode: Option<String>,
     pub max_runs: u32,
     pub max_time: Duration,
+    /// The tries drop their brokers' log segments at teardown ([`RunArgs::drop_data`]).
+    pub drop_data: bool,
 }
 
 /// The kinds of failure a mode's verdict shows: its anomalies (`lost`,
@@ -188,7 +190,14 @@ pub async fn shrink(args: ShrinkArgs) -> Result<Shrunk, RunError> {
     let base = sinkhole_scenario::load(&scenario_file).map_err(|e| RunError::BadInput(anyhow!(e.render())))?;
     let out = args.run_dir.join(DIR);
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let trials = Trials { summary: &summary, base: &base, target: &target, out: &out, runs_dir: out.join("runs") };
+    let trials = Trials {
+        summary: &summary,
+        base: &base,
+        target: &target,
+        out: &out,
+        runs_dir: out.join("runs"),
+        drop_data: args.drop_data,
+    };
     progress(&format!(
         "{} in {} (seed {}): {} faults; target: {} fails with {} (was: {}); at most {} runs, {} s",
         target.mode,
@@ -277,6 +286,7 @@ struct Trials<'a> {
     target: &'a Target,
     out: &'a Path,
     runs_dir: PathBuf,
+    drop_data: bool,
 }
 
 impl Trials<'_> {
@@ -286,8 +296,13 @@ impl Trials<'_> {
         let s = candidate_scenario(self.base, self.target.mode, &c.faults);
         let header = vec![format!("shrink candidate {n} of run {}: {}", self.summary.run_id, c.step)];
         std::fs::write(&file, scenario_yaml(&s, &header)?).with_context(|| format!("writing {}", file.display()))?;
-        let rargs =
-            RunArgs { file, seed: Some(self.summary.seed), results: self.runs_dir.clone(), ..RunArgs::default() };
+        let rargs = RunArgs {
+            file,
+            seed: Some(self.summary.seed),
+            results: self.runs_dir.clone(),
+            drop_data: self.drop_data,
+            ..RunArgs::default()
+        };
         let tried = |outcome, words, detail, same, dir| Try {
             step: c.step.clone(),
             faults: c.faults.len(),

@@ -2,7 +2,7 @@
 //! seed whose schedule restores the job, under the mutant that rewinds one record too far,
 //! so the run must be a finding: saved as found/01-lost.yaml with its seed, in explore.json
 //! with its signature and in explore.html, the schedule the binary ran the one the library
-//! draws for that seed.
+//! draws for that seed, and the run's brokers' log segments removed with its cluster.
 use crate::common;
 
 use std::path::Path;
@@ -82,4 +82,9 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert!(page.contains("<a href=\"found/01-lost.yaml\">"), "{page}");
     assert!(page.contains(&format!("{} --seed {seed}</code>", found.display())), "{page}");
     assert!(page.contains("report.html\">1</a>") && page.contains("class=\"hit\""), "{page}");
+    // The run's brokers: log segments removed with the cluster, their logs kept.
+    let run = std::fs::read_dir(dir.join("runs")).unwrap().next().unwrap().unwrap().path();
+    let node = run.join("cluster/node-1");
+    assert!(node.join("server.log").is_file() && node.join("server.properties").is_file(), "{}", node.display());
+    assert!(!node.join("data").exists(), "a campaign's run keeps no log segments: {}", node.display());
 }
