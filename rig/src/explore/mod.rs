@@ -415,7 +415,7 @@ impl Campaign {
         }
         let args = ShrinkArgs {
             run_dir: sum.dir.clone(),
-            mode: Some(m.mode.name().to_string()),
+            mode: Some(mode.to_string()),
             max_runs: self.args.shrink_runs,
             max_time: self.remaining(),
             drop_data: !self.args.keep_data,
