@@ -201,6 +201,10 @@ mutants! {
     /// producer id and epoch: no InitProducerId, nothing fenced.
     ReuseTidNoFence => Legacy, "reuse-tid-no-fence", "legacy~reuse-tid-no-fence",
         "a recycled producer reused for new writes without initTransactions (no fencing of the previous incarnation)";
+    /// On restore, only the oldest restored committable of each subtask is
+    /// committed; the others are neither committed nor aborted.
+    ForgetRestored => TwopcInject, "forget-restored", "twopc-inject~forget-restored",
+        "a restore that takes one committable per subtask from the state (the later ones of several pending checkpoints forgotten: their prepared transactions stay open for good)";
     /// InitProducerId without Enable2Pc: the broker's transaction timeout
     /// applies to the transactions it then commits by injection.
     Drop2pcFlag => TwopcInject, "drop-2pc-flag", "twopc-inject~drop-2pc-flag",
@@ -244,6 +248,29 @@ pub struct Committable {
     pub records: u64,
     pub first_seq: Option<u64>,
     pub last_seq: Option<u64>,
+}
+
+/// One committable of a restored subtask's state, as the [`EventKind::StateRestored`] event
+/// names it: enough to tie a transaction the checker finds open to the checkpoint that
+/// pre-committed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoredCommittable {
+    pub transactional_id: String,
+    pub checkpoint: u64,
+    /// -1 where the mode does not keep it (kip939).
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+impl From<&Committable> for RestoredCommittable {
+    fn from(c: &Committable) -> RestoredCommittable {
+        RestoredCommittable {
+            transactional_id: c.transactional_id.clone(),
+            checkpoint: c.checkpoint,
+            producer_id: c.producer_id,
+            producer_epoch: c.producer_epoch,
+        }
+    }
 }
 
 /// A subtask's part of a checkpoint.
@@ -665,6 +692,16 @@ pub enum EventKind {
         checkpoint: u64,
         records: u64,
     },
+    /// What a restored subtask got from the checkpoint it restores: the committables its
+    /// state held (Flink's `KafkaCommitter` is handed them to commit before the writer opens),
+    /// by transactional id and checkpoint, in checkpoint order. Written before any of them is
+    /// committed, so the checker can tell a restored committable that was never committed
+    /// from one the state never held.
+    StateRestored {
+        checkpoint: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        committables: Vec<RestoredCommittable>,
+    },
     /// A lingering transaction found on restore by probing (Flink's PROBING abort strategy).
     LingeringAborted {
         transactional_id: String,
@@ -784,7 +821,7 @@ mod tests {
 
     #[test]
     fn mutants_are_named_after_their_base_and_never_in_all() {
-        assert_eq!(Mutant::ALL.len(), 7);
+        assert_eq!(Mutant::ALL.len(), 8);
         for &m in Mutant::ALL {
             let mode = SinkMode::Mutant(m);
             assert_eq!(mode.name(), format!("{}~{}", m.base().name(), m.deviation()));

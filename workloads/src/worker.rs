@@ -274,7 +274,7 @@ impl Worker {
             Some((id, st)) => (Some(*id), st.clone()),
             None => (None, SubtaskState::default()),
         };
-        self.restore(&mut sink, restored, &state).await?;
+        self.restore(&mut sink, config.mode, restored, &state).await?;
 
         // The stored position (a mutant may start elsewhere: `sink::mutants`).
         let start = mutants::restore_position(config.mode, restored, state.next_seq);
@@ -334,17 +334,22 @@ impl Worker {
         }
     }
 
-    /// The restore: commit what the checkpoint holds, in checkpoint order,
-    /// then abort what was left open after it.
+    /// The restore: say what the checkpoint holds, commit it in checkpoint
+    /// order, then abort what was left open after it.
     async fn restore(
         &mut self,
         sink: &mut AnySink,
+        mode: SinkMode,
         restored: Option<u64>,
         state: &SubtaskState,
     ) -> Result<(), Failure> {
         let mut restored_committables = state.committables.clone();
         restored_committables.sort_by_key(|c| c.checkpoint);
-        for c in &restored_committables {
+        if let Some(checkpoint) = restored {
+            let committables = restored_committables.iter().map(Into::into).collect();
+            self.send(FromWorker::Event { event: EventKind::StateRestored { checkpoint, committables } }).await?;
+        }
+        for c in mutants::restored_to_commit(mode.mutant(), &restored_committables) {
             self.commit(sink, c, true).await?;
         }
         let restore_result = sink.restore(restored, &restored_committables).await;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sinkhole_client::producer::ProducerError;
 use sinkhole_client::wire::WireError;
-use sinkhole_model::{CommitOutcome, Mutant, SinkMode};
+use sinkhole_model::{CommitOutcome, Committable, Mutant, SinkMode};
 
 use super::{classify_commit_error, error_text, CommitErrorClass};
 
@@ -128,6 +128,20 @@ pub fn reuses_recovery_producer(mutant: Option<Mutant>) -> bool {
     mutant == Some(Mutant::ReuseTidNoFence)
 }
 
+/// The restored committables a restore commits, in checkpoint order (`restored` is sorted
+/// so). Faithful: all of them, as Flink's `KafkaCommitter` gets every committable of the
+/// restored state. `twopc-inject~forget-restored` takes only the first: with one checkpoint
+/// pending at a time that is all there is, but a restore after several pending checkpoints
+/// (`max_concurrent_checkpoints` above 1, or notifications lost) leaves the later ones'
+/// prepared transactions neither committed nor aborted. Opened with Enable2Pc, the broker
+/// never times them out: read_committed readers of their partitions stop for good.
+pub fn restored_to_commit(mutant: Option<Mutant>, restored: &[Committable]) -> &[Committable] {
+    match mutant {
+        Some(Mutant::ForgetRestored) => &restored[..restored.len().min(1)],
+        _ => restored,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +220,28 @@ mod tests {
         assert!(!no_answer(&kafka(KafkaCode::REQUEST_TIMED_OUT)), "the broker answered");
         assert!(!no_answer(&exhausted(KafkaCode::NOT_COORDINATOR)));
         assert!(!no_answer(&fenced()));
+    }
+
+    #[test]
+    fn forget_restored_commits_only_the_oldest_restored_committable() {
+        let c = |checkpoint| Committable {
+            checkpoint,
+            transactional_id: format!("p-0-{checkpoint}"),
+            producer_id: 7,
+            producer_epoch: 0,
+            protocol: sinkhole_model::TxnProtocol::V2,
+            records: 10,
+            first_seq: None,
+            last_seq: None,
+        };
+        let restored = [c(6), c(7), c(8)];
+        let m = Some(Mutant::ForgetRestored);
+        assert_eq!(restored_to_commit(m, &restored), &restored[..1]);
+        assert_eq!(restored_to_commit(m, &restored[2..]), &restored[2..], "one pending: all there is");
+        assert!(restored_to_commit(m, &[]).is_empty());
+        for other in others(Mutant::ForgetRestored) {
+            assert_eq!(restored_to_commit(other, &restored), &restored[..], "{other:?}");
+        }
     }
 
     #[test]
