@@ -46,14 +46,16 @@ use sinkhole_model::{record, Event, EventKind};
 
 use crate::count::RecordRef;
 use crate::report::{PartitionDrain, MAX_EXAMPLES};
+use sinkhole_model::anomaly::{Anomaly, Group};
 
-/// The read-side anomalies' names, as the verdict, the report and the matrix show them.
-pub const G1A: &str = "G1a";
-pub const INCONSISTENT_OFFSETS: &str = "inconsistent-offsets";
-pub const PRECOMMITTED_READ: &str = "precommitted-read";
-pub const POLL_SKIP: &str = "poll-skip";
-pub const NONMONOTONIC_POLL: &str = "nonmonotonic-poll";
-pub const UNSEEN: &str = "unseen";
+/// The read-side anomalies' names (their keys in the anomaly table), as the verdict, the
+/// report and the examples name them.
+pub const G1A: &str = Anomaly::G1a.key();
+pub const INCONSISTENT_OFFSETS: &str = Anomaly::InconsistentOffsets.key();
+pub const PRECOMMITTED_READ: &str = Anomaly::PrecommittedRead.key();
+pub const POLL_SKIP: &str = Anomaly::PollSkip.key();
+pub const NONMONOTONIC_POLL: &str = Anomaly::NonmonotonicPoll.key();
+pub const UNSEEN: &str = Anomaly::Unseen.key();
 
 /// What the readers saw, counted. Absent from a verdict whose scenario has no readers.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -87,16 +89,16 @@ impl ReadReport {
         self.counts().into_iter().filter(|(_, n)| *n > 0).collect()
     }
 
-    /// Every read-side anomaly by name with its count, zero or not, in the order the report and
-    /// the verdict's counts show them (`unseen` is not one).
-    pub fn counts(&self) -> [(&'static str, u64); 5] {
-        [
-            (G1A, self.g1a),
-            (INCONSISTENT_OFFSETS, self.inconsistent_offsets),
-            (PRECOMMITTED_READ, self.precommitted_read),
-            (POLL_SKIP, self.poll_skip),
-            (NONMONOTONIC_POLL, self.nonmonotonic_poll),
-        ]
+    /// Every read-side anomaly (the table's readers, evidence left out) by name with its count,
+    /// zero or not, in the table's order (`unseen` is not one).
+    pub fn counts(&self) -> Vec<(&'static str, u64)> {
+        let mut c = crate::Counts::default();
+        self.add_to(&mut c);
+        Anomaly::ALL
+            .iter()
+            .filter(|a| a.group() == Group::Readers && a.severity().is_anomaly())
+            .map(|a| (a.key(), c.get(*a)))
+            .collect()
     }
 
     /// Puts the counts among the output's, where expectations and the words judge them.

@@ -1,8 +1,11 @@
 //! What the checker reports, and the records it reports on: the drained records and how far
 //! each partition's drain got, what the job was supposed to write, the counts a verdict is
-//! judged on, their examples, and the report of one mode. Plain data at the bottom of the
+//! judged on and their examples (the anomaly table's, `sinkhole_model::anomaly`), and the
+//! report of one mode. Plain data at the bottom of the
 //! crate: the counting, the store, the drain and the verdict all speak it.
 use serde::{Deserialize, Serialize};
+/// The counts, the examples and the anomalies they are of: one table in the model crate.
+pub use sinkhole_model::anomaly::{Anomaly, Counts, Example, Examples};
 
 /// How many examples of each anomaly a report keeps.
 pub const MAX_EXAMPLES: usize = 8;
@@ -54,105 +57,6 @@ pub struct Expected {
     pub run_id: String,
     pub parallelism: u32,
     pub records_per_subtask: u64,
-}
-
-/// The counts a verdict is judged on. Fields after `unexpected` were added
-/// later: `#[serde(default)]` keeps older verdict and summary files readable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Counts {
-    /// parallelism × records_per_subtask.
-    pub expected: u64,
-    /// Distinct expected records seen at least once.
-    pub committed: u64,
-    /// Expected records never seen.
-    pub lost: u64,
-    /// Extra copies: a record seen three times counts 2.
-    pub duplicated: u64,
-    /// Records of another run, malformed, or out of the source's range.
-    pub unexpected: u64,
-    /// Steps back: within a partition, a subtask's seq not above the one
-    /// before it (read in offset order; a repeat counts too).
-    #[serde(default)]
-    pub nonmonotonic: u64,
-    /// Visible records that only a transaction the history says was aborted
-    /// can have written.
-    #[serde(default)]
-    pub aborted_read: u64,
-    /// Transactions with some records visible and others not.
-    #[serde(default)]
-    pub torn_transaction: u64,
-    /// Partitions whose read_committed position stayed below the high-water mark.
-    #[serde(default)]
-    pub uncommitted_tail: u64,
-    /// Share-group source: deliveries the workers saw with a delivery count
-    /// above 1 ([`share::ShareView`]); absent otherwise.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub redelivered: u64,
-    /// Share-group source: input records the group archived by the end.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub archived: u64,
-    /// Transactions of an earlier attempt still open once a restored attempt
-    /// was up ([`lingering`]). Left out when zero, so counts serialise as
-    /// they did before it existed.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub lingering: u64,
-    /// What the scenario's live readers saw ([`crate::reads`]; absent without readers):
-    /// records polled where nothing was committed …
-    #[serde(default, rename = "G1a", skip_serializing_if = "is_zero")]
-    pub g1a: u64,
-    /// … at an offset that holds another record …
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub inconsistent_offsets: u64,
-    /// … before their transaction could commit …
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub precommitted_read: u64,
-    /// … committed records passed over between two polls …
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub poll_skip: u64,
-    /// … polls at or below the offset polled before …
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub nonmonotonic_poll: u64,
-    /// … and committed records no reader polled.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub unseen: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// One example of an anomaly.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Example {
-    pub subtask: Option<u32>,
-    /// The first (or only) sequence number.
-    pub seq: Option<u64>,
-    /// The last sequence number of a range (lost records come in ranges).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seq_end: Option<u64>,
-    pub partition: Option<i32>,
-    pub offset: Option<i64>,
-    pub transactional_id: Option<String>,
-    /// The checkpoint of that transaction, where the history knows it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<u64>,
-    /// A sentence for the report.
-    pub detail: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Examples {
-    pub lost: Vec<Example>,
-    pub duplicated: Vec<Example>,
-    pub unexpected: Vec<Example>,
-    #[serde(default)]
-    pub nonmonotonic: Vec<Example>,
-    #[serde(default)]
-    pub aborted_read: Vec<Example>,
-    #[serde(default)]
-    pub torn_transaction: Vec<Example>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lingering: Vec<Example>,
 }
 
 /// A partition whose read_committed position stayed below the high-water

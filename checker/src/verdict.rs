@@ -41,7 +41,8 @@ use crate::premise::{self, PremiseRecord};
 use crate::{CheckReport, Counts, Examples, UncommittedTail};
 use sinkhole_history::fault::FaultRecord;
 use sinkhole_history::{JobOutcome, ModeOutcome};
-use sinkhole_scenario::{count_key, Cmp, CountName, ExpectWord, Expectation};
+use sinkhole_model::anomaly::{Renderer, Severity, Show};
+use sinkhole_scenario::{Cmp, CountName, ExpectWord, Expectation};
 
 pub mod words;
 
@@ -213,8 +214,8 @@ pub fn expectation_text(e: Option<&Expectation>) -> String {
         Some(Expectation::Counts(m)) => m
             .iter()
             .map(|(k, c)| match c.parse() {
-                Ok(cmp) => format!("{}{}", count_key(*k), cmp),
-                Err(_) => format!("{}?", count_key(*k)),
+                Ok(cmp) => format!("{k}{cmp}"),
+                Err(_) => format!("{k}?"),
             })
             .collect::<Vec<_>>()
             .join(","),
@@ -222,84 +223,62 @@ pub fn expectation_text(e: Option<&Expectation>) -> String {
 }
 
 fn count_of(c: &Counts, n: CountName) -> u64 {
-    match n {
-        CountName::Lost => c.lost,
-        CountName::Duplicated => c.duplicated,
-        CountName::Unexpected => c.unexpected,
-        CountName::Nonmonotonic => c.nonmonotonic,
-        CountName::AbortedRead => c.aborted_read,
-        CountName::TornTransaction => c.torn_transaction,
-        CountName::Redelivered => c.redelivered,
-        CountName::Archived => c.archived,
-        CountName::Lingering => c.lingering,
-        CountName::G1a => c.g1a,
-        CountName::InconsistentOffsets => c.inconsistent_offsets,
-        CountName::PrecommittedRead => c.precommitted_read,
-        CountName::PollSkip => c.poll_skip,
-        CountName::NonmonotonicPoll => c.nonmonotonic_poll,
-        CountName::Unseen => c.unseen,
-    }
+    c.get(n)
 }
 
-/// The anomalies a `clean` expectation forbids: the output's, then what live readers saw
-/// (`unseen` is not one: a reader a fault stopped near the end misses the last records).
-const CLEAN: [CountName; 12] = [
-    CountName::Lost,
-    CountName::Duplicated,
-    CountName::Unexpected,
-    CountName::Nonmonotonic,
-    CountName::AbortedRead,
-    CountName::TornTransaction,
-    CountName::Lingering,
-    CountName::G1a,
-    CountName::InconsistentOffsets,
-    CountName::PrecommittedRead,
-    CountName::PollSkip,
-    CountName::NonmonotonicPoll,
-];
-
+/// The reason's counts (the table's `reason` renderer): its head, then the anomalies seen,
+/// so the usual line stays short.
 fn counts_text(c: &Counts) -> String {
-    let mut t = format!(
-        "{} of {} committed, {} lost, {} duplicated, {} unexpected",
-        c.committed, c.expected, c.lost, c.duplicated, c.unexpected
-    );
-    // The later anomaly kinds only when seen, so the usual line stays short.
-    for k in [
-        CountName::Nonmonotonic,
-        CountName::AbortedRead,
-        CountName::TornTransaction,
-        CountName::Redelivered,
-        CountName::Archived,
-        CountName::Lingering,
-        CountName::G1a,
-        CountName::InconsistentOffsets,
-        CountName::PrecommittedRead,
-        CountName::PollSkip,
-        CountName::NonmonotonicPoll,
-        CountName::Unseen,
-    ] {
-        if count_of(c, k) > 0 {
-            t.push_str(&format!(", {} {}", count_of(c, k), count_key(k)));
-        }
+    let head: Vec<String> =
+        c.shown(Renderer::Reason).filter(|(k, _)| k.shown(Renderer::Reason) == Show::Always).map(said).collect();
+    let mut t = format!("{} of {} committed, {}", c.committed, c.expected, head.join(", "));
+    for k in c.shown(Renderer::Reason).filter(|(k, _)| k.shown(Renderer::Reason) != Show::Always) {
+        t.push_str(&format!(", {}", said(k)));
     }
     t
 }
 
-/// The expectation's conditions on the counts (a `clean` expectation is
-/// lost == 0, duplicated == 0, unexpected == 0).
+fn said((k, n): (CountName, u64)) -> String {
+    format!("{n} {k}")
+}
+
+/// The expectation's conditions on the counts: `clean`'s (every anomaly it forbids == 0),
+/// or those written, with == 0 for an anomaly every expectation forbids unless it names it.
 fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
+    conditions_by(e, CountName::severity)
+}
+
+/// [`conditions`], with each anomaly's severity from `severity` (the table's, or a test's).
+fn conditions_by(e: &Expectation, severity: impl Fn(CountName) -> Severity) -> Vec<(CountName, Cmp)> {
+    let forbidden = |named: &dyn Fn(CountName) -> bool| {
+        CountName::ALL
+            .iter()
+            .copied()
+            .filter(|k| !named(*k))
+            .filter(|k| match e {
+                Expectation::Word(ExpectWord::Clean) => severity(*k).forbidden_by_clean(),
+                _ => severity(*k).forbidden_unless_named(),
+            })
+            .map(|k| (k, Cmp::Eq(0)))
+            .collect::<Vec<_>>()
+    };
     match e {
-        Expectation::Word(ExpectWord::Clean) => CLEAN.iter().map(|k| (*k, Cmp::Eq(0))).collect(),
+        Expectation::Word(ExpectWord::Clean) => forbidden(&|_| false),
         Expectation::Word(ExpectWord::JobFailed | ExpectWord::Refused) | Expectation::FailedWith(_) => vec![],
         // Validation already rejected conditions that do not parse.
-        Expectation::Counts(m) => m.iter().filter_map(|(k, c)| c.parse().ok().map(|cmp| (*k, cmp))).collect(),
+        Expectation::Counts(m) => {
+            let mut conds: Vec<(CountName, Cmp)> =
+                m.iter().filter_map(|(k, c)| c.parse().ok().map(|cmp| (*k, cmp))).collect();
+            conds.extend(forbidden(&|k| m.contains_key(&k)));
+            conds
+        }
     }
 }
 
 /// Whether the expectation holds on the counts, and why.
 pub fn evaluate(e: &Expectation, c: &Counts) -> (bool, String) {
     if let Expectation::Word(ExpectWord::Clean) = e {
-        let ok = CLEAN.iter().all(|k| count_of(c, *k) == 0);
+        let ok = conditions(e).iter().all(|(k, cmp)| cmp.holds(count_of(c, *k)));
         let head = if ok { "clean as expected" } else { "expected clean" };
         return (ok, format!("{head}: {}", counts_text(c)));
     }
@@ -307,11 +286,10 @@ pub fn evaluate(e: &Expectation, c: &Counts) -> (bool, String) {
     let failed: Vec<String> = conds
         .iter()
         .filter(|(k, cmp)| !cmp.holds(count_of(c, *k)))
-        .map(|(k, cmp)| format!("expected {} {cmp}, got {}", count_key(*k), count_of(c, *k)))
+        .map(|(k, cmp)| format!("expected {k} {cmp}, got {}", count_of(c, *k)))
         .collect();
     if failed.is_empty() {
-        let held: Vec<String> =
-            conds.iter().map(|(k, cmp)| format!("{} {cmp} ({})", count_key(*k), count_of(c, *k))).collect();
+        let held: Vec<String> = conds.iter().map(|(k, cmp)| format!("{k} {cmp} ({})", count_of(c, *k))).collect();
         let what = if held.is_empty() { "no conditions".to_string() } else { held.join(", ") };
         (true, format!("as expected, {what}: {}", counts_text(c)))
     } else {

@@ -9,6 +9,8 @@
 //! and stable: changing a name changes the history format.
 use serde::{Deserialize, Serialize};
 
+pub mod anomaly;
+pub mod record;
 pub mod security;
 
 /// The sinks compared (docs/GUIDE.md, "Sink modes"), and the mutants: faithful
@@ -773,37 +775,6 @@ pub mod metric {
     pub const PRODUCE_ACK: &str = "produce-ack";
     pub const TXN_BEGIN: &str = "txn-begin";
     pub const PRE_COMMIT: &str = "pre-commit";
-}
-
-/// Record layout (the checker parses what the source writes).
-pub mod record {
-    /// Header names carried by every record.
-    pub const H_RUN: &str = "sinkhole.run";
-    pub const H_SUBTASK: &str = "sinkhole.subtask";
-    pub const H_SEQ: &str = "sinkhole.seq";
-    /// Produce time, Unix microseconds.
-    pub const H_TIME_US: &str = "sinkhole.produced_us";
-    pub const H_TID: &str = "sinkhole.tid";
-
-    /// The record key: `"{subtask}-{seq}"`; the value repeats it with the run
-    /// id so a record is attributable even if headers were stripped.
-    pub fn key(subtask: u32, seq: u64) -> String {
-        format!("{subtask}-{seq}")
-    }
-
-    pub fn value(run_id: &str, subtask: u32, seq: u64) -> String {
-        format!("{run_id}:{subtask}:{seq}")
-    }
-
-    /// Parses a value back into (run id, subtask, seq).
-    pub fn parse_value(v: &[u8]) -> Option<(&str, u32, u64)> {
-        let s = std::str::from_utf8(v).ok()?;
-        let mut it = s.rsplitn(3, ':');
-        let seq = it.next()?.parse().ok()?;
-        let subtask = it.next()?.parse().ok()?;
-        let run = it.next()?;
-        Some((run, subtask, seq))
-    }
 }
 
 #[cfg(test)]

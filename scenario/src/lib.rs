@@ -389,39 +389,10 @@ pub enum ExpectWord {
     Refused,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CountName {
-    Lost,
-    Duplicated,
-    Unexpected,
-    Nonmonotonic,
-    AbortedRead,
-    TornTransaction,
-    /// Share-group source: deliveries with a delivery count above 1 (a lock
-    /// ran out, a member went away), as the workers saw them.
-    Redelivered,
-    /// Share-group source: input records the group archived (the delivery
-    /// limit), by its own persisted state at the end or sampled while the
-    /// job ran.
-    Archived,
-    /// A transaction an earlier attempt left open, still open after a restore.
-    Lingering,
-    // What the scenario's live readers saw (`readers:`), as Jepsen's Kafka workload names it.
-    /// A reader polled a record where nothing was committed (an aborted read, seen live).
-    #[serde(rename = "G1a", alias = "g1a")]
-    G1a,
-    /// A reader polled a record at an offset that holds another one.
-    InconsistentOffsets,
-    /// A reader polled a record before its transaction could commit.
-    PrecommittedRead,
-    /// Consecutive polls of a reader passed over a committed record.
-    PollSkip,
-    /// A reader polled an offset at or below the one it polled before.
-    NonmonotonicPoll,
-    /// Committed records no reader polled before the end.
-    Unseen,
-}
+/// A count an expectation names (`{torn-transaction: 0}`): an anomaly of the model's table
+/// (`sinkhole_model::anomaly`), which says its name, what `clean` forbids and everything
+/// else about it once.
+pub use sinkhole_model::anomaly::Anomaly as CountName;
 
 /// A condition on a count: `0`, `">0"`, `">=5"`, `"<10"`, `"==3"`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -538,27 +509,6 @@ pub fn txn_max_timeout_ms(s: &Scenario) -> Result<i64, String> {
         Some(ConfigValue::Int(i)) if *i > 0 => Ok(*i),
         Some(ConfigValue::Str(t)) if t.trim().parse::<i64>().is_ok_and(|i| i > 0) => Ok(t.trim().parse().unwrap()),
         Some(v) => Err(format!("must be a positive number of milliseconds, got {v}")),
-    }
-}
-
-/// The YAML name of a count.
-pub fn count_key(c: CountName) -> &'static str {
-    match c {
-        CountName::Lost => "lost",
-        CountName::Duplicated => "duplicated",
-        CountName::Unexpected => "unexpected",
-        CountName::Nonmonotonic => "nonmonotonic",
-        CountName::AbortedRead => "aborted-read",
-        CountName::TornTransaction => "torn-transaction",
-        CountName::Redelivered => "redelivered",
-        CountName::Archived => "archived",
-        CountName::Lingering => "lingering",
-        CountName::G1a => "G1a",
-        CountName::InconsistentOffsets => "inconsistent-offsets",
-        CountName::PrecommittedRead => "precommitted-read",
-        CountName::PollSkip => "poll-skip",
-        CountName::NonmonotonicPoll => "nonmonotonic-poll",
-        CountName::Unseen => "unseen",
     }
 }
 

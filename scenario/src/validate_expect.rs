@@ -6,6 +6,7 @@
 //! defaults off (`premise::defaults`). Split from `validate.rs`, which calls them.
 use super::located::{key, Seg};
 use super::*;
+use sinkhole_model::anomaly::Group;
 
 /// One mode's expectation, at `path`: the mode runs, every condition parses.
 pub(super) fn validate_expectation(
@@ -35,14 +36,14 @@ pub(super) fn validate_expectation(
     if let Expectation::Counts(conds) = e {
         for (name, cond) in conds {
             let mut p = path.clone();
-            p.push(key(count_key(*name)));
+            p.push(key(name.key()));
             if let Err(msg) = cond.parse() {
                 bad(p.clone(), msg);
             }
             match name {
-                CountName::Redelivered | CountName::Archived if !share => bad(
+                _ if name.group() == Group::Input && !share => bad(
                     p,
-                    format!("{} is counted for a share-group source only (source: {{type: share-group}})", count_key(*name)),
+                    format!("{name} is counted for a share-group source only (source: {{type: share-group}})"),
                 ),
                 CountName::Nonmonotonic if share => bad(
                     p,

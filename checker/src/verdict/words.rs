@@ -25,6 +25,7 @@ use sinkhole_history::JobOutcome;
 
 use super::{Cause, Outcome};
 use crate::Counts;
+use sinkhole_model::anomaly::{Anomaly, Group, Renderer, Show};
 
 /// The words of a mode, or a whole matrix cell, the rig failed to run
 /// through: nothing is said about the data.
@@ -86,32 +87,21 @@ pub fn expectation_word(o: Outcome) -> &'static str {
 /// `ABORTED READ 2`, `UNCOMMITTED TAIL` (a partition count, so no number);
 /// the share-group counts too (`REDELIVERED 12`, `ARCHIVED 3`), which say what
 /// happened to the input. Empty when the data is clean.
+///
+/// The table's `words` renderer, group by group (the worst first); those said without a count
+/// after the counted ones of the data, and what became of the input last.
 pub fn anomalies(c: &Counts, uncommitted_tail: bool) -> Vec<String> {
-    let counted = [
-        ("LOST", c.lost),
-        ("DUPLICATED", c.duplicated),
-        ("UNEXPECTED", c.unexpected),
-        ("ABORTED READ", c.aborted_read),
-        ("TORN TRANSACTION", c.torn_transaction),
-        ("LINGERING", c.lingering),
-        // Last of the output's: it accompanies duplicates (every replay steps back).
-        ("NONMONOTONIC", c.nonmonotonic),
-        // What live readers saw (`unseen` is not an anomaly of the data: it is not said here).
-        ("G1a", c.g1a),
-        ("INCONSISTENT OFFSETS", c.inconsistent_offsets),
-        ("PRECOMMITTED READ", c.precommitted_read),
-        ("POLL SKIP", c.poll_skip),
-        ("NONMONOTONIC POLL", c.nonmonotonic_poll),
-    ];
-    let mut out: Vec<String> = counted.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+    let shown = |a: Anomaly| a.shown(Renderer::Words).shows(c.get(a));
+    let (input, data): (Vec<Anomaly>, Vec<Anomaly>) =
+        Anomaly::by_group().into_iter().filter(|a| shown(*a)).partition(|a| a.group() == Group::Input);
+    let (named, counted): (Vec<Anomaly>, Vec<Anomaly>) =
+        data.into_iter().partition(|a| a.shown(Renderer::Words) == Show::Named);
+    let mut out: Vec<String> = counted.iter().map(|a| format!("{} {}", a.said(), c.get(*a))).collect();
+    out.extend(named.iter().map(|a| a.said().to_string()));
     if uncommitted_tail || c.uncommitted_tail > 0 {
         out.push("UNCOMMITTED TAIL".to_string());
     }
-    for (k, n) in [("REDELIVERED", c.redelivered), ("ARCHIVED", c.archived)] {
-        if n > 0 {
-            out.push(format!("{k} {n}"));
-        }
-    }
+    out.extend(input.iter().map(|a| format!("{} {}", a.said(), c.get(*a))));
     out
 }
 

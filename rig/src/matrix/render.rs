@@ -13,34 +13,39 @@ use crate::results::summary::ModeSummary;
 use sinkhole_checker::verdict::words::{expectation_word, RIG_ERROR};
 use sinkhole_checker::verdict::Outcome;
 use sinkhole_checker::Counts;
+use sinkhole_model::anomaly::{Anomaly, Renderer, Show};
 use stability::STABILITY_CSS;
 pub use stability::{stability_cell_text, stability_html, stability_text};
 
 mod stability;
 
-/// Every anomaly count under its short name, in the order cells show them.
-/// Nonmonotonic last: it accompanies duplicates (every replay steps back).
-pub fn anomaly_counts(c: &Counts) -> [(&'static str, u64); 13] {
-    [
-        ("lost", c.lost),
-        ("dup", c.duplicated),
-        ("unexpected", c.unexpected),
-        ("aborted-read", c.aborted_read),
-        ("torn", c.torn_transaction),
-        ("hanging", c.uncommitted_tail),
-        ("lingering", c.lingering),
-        ("nonmono", c.nonmonotonic),
-        ("G1a", c.g1a),
-        ("inconsistent", c.inconsistent_offsets),
-        ("precommitted", c.precommitted_read),
-        ("poll-skip", c.poll_skip),
-        ("nonmono-poll", c.nonmonotonic_poll),
-    ]
+/// Every anomaly a matrix cell can show (the anomaly table's `cells` renderer) under its
+/// short name, with its count, group by group: the order cells say them in, and the order
+/// shrink and explore take a failure's kinds in.
+pub fn anomaly_counts(c: &Counts) -> Vec<(&'static str, u64)> {
+    let mut out: Vec<(&'static str, u64)> = Anomaly::by_group()
+        .into_iter()
+        .filter(|a| a.shown(Renderer::Cells) != Show::Never)
+        .map(|a| (a.short(), c.get(a)))
+        .collect();
+    let after_torn = out.iter().position(|(k, _)| *k == Anomaly::TornTransaction.short()).map_or(out.len(), |i| i + 1);
+    out.insert(after_torn, ("hanging", c.uncommitted_tail));
+    out
 }
 
-/// The non-zero anomaly counts, short: `lost=4019 dup=12`.
+/// The anomalies a cell shows, short: `lost=4019 dup=12`.
 pub fn anomalies(c: &Counts) -> String {
     anomaly_counts(c).iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
+}
+
+/// The counts a cell's title compares (the table's `compare` renderer), by key:
+/// `lost 4019, duplicated 0, …`.
+fn compared(c: &Counts) -> String {
+    let mut listed: Vec<String> = c.shown(Renderer::Compare).map(|(a, n)| format!("{a} {n}")).collect();
+    let after_torn =
+        listed.iter().position(|k| k.starts_with(Anomaly::TornTransaction.key())).map_or(listed.len(), |i| i + 1);
+    listed.insert(after_torn, format!("uncommitted-tail {}", c.uncommitted_tail));
+    listed.join(", ")
 }
 
 /// One cell of the terminal table: the verdict's words (`LOST 4019 —
@@ -388,19 +393,7 @@ fn html_cell(c: &CellResult, mode: SinkMode, report: Option<&str>) -> String {
     };
     let n = &s.counts;
     let counts = if s.checked {
-        format!(
-            "{} of {} committed; lost {}, duplicated {}, unexpected {}, nonmonotonic {}, aborted reads {}, torn transactions {}, hanging partitions {}, lingering transactions {}",
-            n.committed,
-            n.expected,
-            n.lost,
-            n.duplicated,
-            n.unexpected,
-            n.nonmonotonic,
-            n.aborted_read,
-            n.torn_transaction,
-            n.uncommitted_tail,
-            n.lingering
-        )
+        format!("{} of {} committed; {}", n.committed, n.expected, compared(n))
     } else {
         "output not counted".to_string()
     };

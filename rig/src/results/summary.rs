@@ -8,6 +8,7 @@ use crate::results::exit::{self, Policy};
 use serde::{Deserialize, Serialize};
 use sinkhole_checker::verdict::words::{self, End, Facts};
 use sinkhole_checker::verdict::{self, Cause, Outcome, Verdict};
+use sinkhole_model::anomaly::{Anomaly, Renderer, Show};
 use sinkhole_model::SinkMode;
 
 /// One row of the summary.
@@ -230,29 +231,46 @@ pub fn exit_code_with(modes: &[ModeSummary], policy: Policy) -> u8 {
     exit::code(modes.iter().map(|m| m.outcome), false, policy)
 }
 
+/// The anomalies the run's table has a column for (the anomaly table's `table` renderer):
+/// those it always shows, and those it shows when not zero that a mode has.
+pub fn table_columns(modes: &[ModeSummary]) -> Vec<Anomaly> {
+    Anomaly::ALL
+        .iter()
+        .copied()
+        .filter(|a| {
+            let show = a.shown(Renderer::Table);
+            show == Show::Always || modes.iter().any(|m| m.checked && show.shows(m.counts.get(*a)))
+        })
+        .collect()
+}
+
+/// The run's table's head: `mode | records | committed | lost | duplicated | job s |
+/// committed/s | verdict`, an anomaly's column by its key.
+pub fn table_head(columns: &[Anomaly]) -> Vec<String> {
+    let mut head: Vec<String> = ["mode", "records", "committed"].map(String::from).to_vec();
+    head.extend(columns.iter().map(|a| a.key().to_string()));
+    head.extend(["job s", "committed/s", "verdict"].map(String::from));
+    head
+}
+
+/// One mode's cells in the run's table; the counts of a mode whose output was not read
+/// are not zeros: "-".
+pub fn table_row(m: &ModeSummary, columns: &[Anomaly]) -> Vec<String> {
+    let counted = |n: u64| if m.checked { n.to_string() } else { "-".to_string() };
+    let mut row = vec![m.mode.name().to_string(), m.counts.expected.to_string(), counted(m.counts.committed)];
+    row.extend(columns.iter().map(|a| counted(m.counts.get(*a))));
+    row.extend([format!("{:.1}", m.wall_ms as f64 / 1000.0), counted(m.committed_per_sec()), m.words()]);
+    row
+}
+
 /// `mode | records | committed | lost | duplicated | job s | committed/s |
 /// verdict`, the verdict in words (what happened to the data, then whether
 /// that was expected: `LOST 4002 (expected)`), then the reason of each mode.
 pub fn render_table(modes: &[ModeSummary]) -> String {
-    let head = ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "verdict"];
-    let rows: Vec<[String; 8]> = modes
-        .iter()
-        .map(|m| {
-            // Counts of a mode whose output was not read are not zeros: "-".
-            let counted = |n: u64| if m.checked { n.to_string() } else { "-".to_string() };
-            [
-                m.mode.name().to_string(),
-                m.counts.expected.to_string(),
-                counted(m.counts.committed),
-                counted(m.counts.lost),
-                counted(m.counts.duplicated),
-                format!("{:.1}", m.wall_ms as f64 / 1000.0),
-                counted(m.committed_per_sec()),
-                m.words(),
-            ]
-        })
-        .collect();
-    let mut w = head.map(str::len);
+    let columns = table_columns(modes);
+    let head = table_head(&columns);
+    let rows: Vec<Vec<String>> = modes.iter().map(|m| table_row(m, &columns)).collect();
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (i, c) in r.iter().enumerate() {
             w[i] = w[i].max(c.chars().count());
@@ -265,7 +283,7 @@ pub fn render_table(modes: &[ModeSummary]) -> String {
             .map(|(i, c)| {
                 let pad = w[i] - c.chars().count();
                 // numbers right-aligned, words left
-                if (1..=6).contains(&i) {
+                if i > 0 && i + 1 < w.len() {
                     format!("{}{c}", " ".repeat(pad))
                 } else {
                     format!("{c}{}", " ".repeat(pad))
@@ -276,7 +294,7 @@ pub fn render_table(modes: &[ModeSummary]) -> String {
             .trim_end()
             .to_string()
     };
-    let mut out = line(&head.map(String::from));
+    let mut out = line(&head);
     out.push('\n');
     out.push_str(&w.iter().map(|n| "-".repeat(*n)).collect::<Vec<_>>().join("-|-"));
     out.push('\n');

@@ -12,7 +12,9 @@ use crate::results::report::{esc, fault_evidence};
 use crate::results::summary::{ModeSummary, Summary};
 use sinkhole_base::rundir::{names, MatrixDir, RunDir};
 use sinkhole_checker::verdict::Verdict;
+use sinkhole_checker::Counts;
 use sinkhole_history::fault::FaultRecord;
+use sinkhole_model::anomaly::{Anomaly, Renderer, Show};
 
 const CSS: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:16px 24px;color:#222;background:#fafafa}
@@ -252,8 +254,6 @@ pub fn listing(root: &Path, dir: &Path) -> String {
 
 /// A line of the diff's run table: how to read it from a summary.
 type SummaryField = dyn Fn(&Summary) -> String;
-/// A row of the diff's counts: which count.
-type CountOf = fn(&sinkhole_checker::Counts) -> u64;
 
 /// A run as the diff reads it: the summary and each mode's verdict.
 struct Side {
@@ -416,20 +416,19 @@ fn counts_diff(h: &mut String, ra: &Option<ModeSummary>, rb: &Option<ModeSummary
     h.push_str("<h3>Counts</h3>\n<table class=\"counts\"><tr><th>count</th><th>A</th><th>B</th><th>B − A</th></tr>\n");
     let counted = |r: &Option<ModeSummary>| r.as_ref().filter(|m| m.checked).map(|m| m.counts);
     let (ca, cb) = (counted(ra), counted(rb));
-    let counts: [(&str, CountOf); 10] = [
-        ("expected", |c| c.expected),
-        ("committed", |c| c.committed),
-        ("lost", |c| c.lost),
-        ("duplicated", |c| c.duplicated),
-        ("unexpected", |c| c.unexpected),
-        ("nonmonotonic", |c| c.nonmonotonic),
-        ("aborted_read", |c| c.aborted_read),
-        ("torn_transaction", |c| c.torn_transaction),
-        ("uncommitted_tail", |c| c.uncommitted_tail),
-        ("lingering", |c| c.lingering),
-    ];
-    for (k, f) in counts {
-        num_row(h, k, ca.as_ref().map(f), cb.as_ref().map(f));
+    let of = |c: &Option<Counts>, f: &dyn Fn(&Counts) -> u64| c.as_ref().map(f);
+    num_row(h, "expected", of(&ca, &|c| c.expected), of(&cb, &|c| c.expected));
+    num_row(h, "committed", of(&ca, &|c| c.committed), of(&cb, &|c| c.committed));
+    // The anomaly table's `compare` renderer, by the names the counts are stored under.
+    for &a in Anomaly::ALL {
+        let show = a.shown(Renderer::Compare);
+        let (na, nb) = (of(&ca, &|c| c.get(a)), of(&cb, &|c| c.get(a)));
+        if show == Show::Always || [na, nb].into_iter().flatten().any(|n| show.shows(n)) {
+            num_row(h, a.field(), na, nb);
+        }
+        if a == Anomaly::TornTransaction {
+            num_row(h, "uncommitted_tail", of(&ca, &|c| c.uncommitted_tail), of(&cb, &|c| c.uncommitted_tail));
+        }
     }
     h.push_str("</table>\n");
 }

@@ -49,7 +49,7 @@ use serde::Serialize;
 use sinkhole_model::SinkMode;
 
 use super::{Premise, PremiseKind, PremiseOf, Premises};
-use crate::{count_key, CountName, ExpectWord, Expectation, FaultKind, FaultSpec, Scenario, Timing, When};
+use crate::{CountName, ExpectWord, Expectation, FaultKind, FaultSpec, Scenario, Timing, When};
 
 /// Where a mode's premises come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -218,8 +218,8 @@ fn text(e: &Expectation) -> String {
         Expectation::Counts(c) => c
             .iter()
             .map(|(k, v)| match v.parse() {
-                Ok(cmp) => format!("{} {cmp}", count_key(*k)),
-                Err(_) => count_key(*k).to_string(),
+                Ok(cmp) => format!("{} {cmp}", k.key()),
+                Err(_) => k.key().to_string(),
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -232,7 +232,7 @@ fn wanted(e: &Expectation, names: &[CountName]) -> Vec<String> {
     let Expectation::Counts(c) = e else { return vec![] };
     c.iter()
         .filter(|(k, _)| names.contains(k))
-        .filter_map(|(k, v)| v.parse().ok().filter(|cmp| !cmp.holds(0)).map(|cmp| format!("{} {cmp}", count_key(*k))))
+        .filter_map(|(k, v)| v.parse().ok().filter(|cmp| !cmp.holds(0)).map(|cmp| format!("{} {cmp}", k.key())))
         .collect()
 }
 

@@ -8,6 +8,7 @@ use crate::subject::WorkerHit;
 use sinkhole_checker::verdict::Verdict;
 use sinkhole_checker::Example;
 use sinkhole_history::fault::{End, FaultEffect, Isolated, NodeResult, RuleEnd, Start, Transactions, WorkersStart};
+use sinkhole_model::anomaly::{Anomaly, Group, Renderer};
 
 pub(super) fn anomaly_section(h: &mut String, d: &RunData, cols: &str) {
     h.push_str("<section id=\"anomalies\">\n<h2>Anomalies</h2>\n");
@@ -44,29 +45,26 @@ fn mode_anomalies(m: &ModeData) -> String {
     out
 }
 
-/// The counts, each anomaly marked when it is not 0, with "clean" above them when none is.
+/// The counts (the anomaly table's `report` renderer): the output's, the live readers' when
+/// the scenario has readers, a share group's when the source is one (evidence, after the
+/// anomalies); each anomaly marked when it is not 0, with "clean" above them when none is.
 fn counts_table(out: &mut String, v: &Verdict) {
     let c = &v.counts;
-    let mut anomalies = vec![
-        ("lost", c.lost),
-        ("duplicated", c.duplicated),
-        ("unexpected", c.unexpected),
-        ("nonmonotonic", c.nonmonotonic),
-        ("aborted-read", c.aborted_read),
-        ("torn-transaction", c.torn_transaction),
-        ("uncommitted-tail", c.uncommitted_tail.max(v.uncommitted_tail.len() as u64)),
-        ("lingering", c.lingering),
-    ];
-    // Live readers only: what they saw is judged too (their table follows, with examples).
-    if let Some(r) = &v.reads {
-        anomalies.extend(r.counts());
-    }
-    // Share-group source only: evidence, not anomalies of the output.
-    let evidence: Vec<(&str, u64)> = match &v.share {
-        Some(_) => vec![("redelivered", c.redelivered), ("archived", c.archived)],
-        None => vec![],
+    let has_source = |a: &Anomaly| match a.group() {
+        Group::Readers => v.reads.is_some(),
+        Group::Input => v.share.is_some(),
+        Group::Output | Group::Order => true,
     };
-    if anomalies.iter().all(|(_, n)| *n == 0) {
+    let mut rows: Vec<(&str, u64, bool)> = c
+        .shown(Renderer::Report)
+        .filter(|(a, _)| has_source(a))
+        .map(|(a, n)| (a.key(), n, a.severity().is_anomaly()))
+        .collect();
+    let after_torn = rows.iter().position(|(k, ..)| *k == Anomaly::TornTransaction.key()).map_or(0, |i| i + 1);
+    rows.insert(after_torn, ("uncommitted-tail", c.uncommitted_tail.max(v.uncommitted_tail.len() as u64), true));
+    // Evidence after the anomalies.
+    rows.sort_by_key(|(.., anomaly)| !anomaly);
+    if rows.iter().all(|(_, n, anomaly)| *n == 0 || !anomaly) {
         let _ = write!(
             out,
             "<p class=\"clean\">clean: no anomalies — {} of {} records committed exactly once</p>",
@@ -76,31 +74,21 @@ fn counts_table(out: &mut String, v: &Verdict) {
     out.push_str("<table class=\"counts\"><tr><th>count</th><th>value</th></tr>");
     let _ = write!(out, "<tr><td>expected</td><td class=\"num\">{}</td></tr>", c.expected);
     let _ = write!(out, "<tr><td>committed</td><td class=\"num\">{}</td></tr>", c.committed);
-    for (k, n) in anomalies {
-        let (name, num) = if n > 0 { (" class=\"anomaly\"", "num anomaly") } else { ("", "num") };
+    for (k, n, anomaly) in rows {
+        let (name, num) = if anomaly && n > 0 { (" class=\"anomaly\"", "num anomaly") } else { ("", "num") };
         let _ = write!(out, "<tr><td{name}>{k}</td><td class=\"{num}\">{n}</td></tr>");
-    }
-    for (k, n) in evidence {
-        let _ = write!(out, "<tr><td>{k}</td><td class=\"num\">{n}</td></tr>");
     }
     out.push_str("</table>");
 }
 
-/// One table per anomaly with examples.
+/// One table per anomaly with examples, in the table's order.
 fn example_tables(out: &mut String, v: &Verdict, m: &ModeData) {
-    let (c, e) = (&v.counts, &v.examples);
-    for (kind, list, count) in [
-        ("lost", &e.lost, c.lost),
-        ("duplicated", &e.duplicated, c.duplicated),
-        ("unexpected", &e.unexpected, c.unexpected),
-        ("nonmonotonic", &e.nonmonotonic, c.nonmonotonic),
-        ("aborted-read", &e.aborted_read, c.aborted_read),
-        ("torn-transaction", &e.torn_transaction, c.torn_transaction),
-        ("lingering", &e.lingering, c.lingering),
-    ] {
+    for &kind in Anomaly::ALL {
+        let list = v.examples.get(kind);
         if list.is_empty() {
             continue;
         }
+        let count = v.counts.get(kind);
         let _ = write!(
             out,
             "<table class=\"examples\" data-kind=\"{kind}\"><caption>{kind}: {count} ({} example{})</caption><tr><th>subtask</th><th>seq</th><th>partition</th><th>offset</th><th>checkpoint</th><th>transactional id</th></tr>",

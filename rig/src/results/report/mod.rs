@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 use sinkhole_base::rundir::RunDir;
+use sinkhole_model::anomaly::Anomaly;
 use sinkhole_model::{EventKind, SinkMode};
 
-use crate::results::summary::{ModeSummary, Summary};
+use crate::results::summary::{self, ModeSummary, Summary};
 use sinkhole_checker::latency::{self, Latencies, Metric};
 use sinkhole_checker::verdict::{Outcome, Verdict};
 use sinkhole_scenario::Scenario;
@@ -401,10 +402,6 @@ fn run_facts(d: &RunData, run_id: &str) -> Vec<(&'static str, String)> {
 /// The verdict table (the terminal's columns), then each mode's reason.
 fn verdict_section(h: &mut String, d: &RunData) {
     h.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n<table class=\"verdict\">\n<tr>");
-    for c in ["mode", "records", "committed", "lost", "duplicated", "job s", "committed/s", "verdict"] {
-        let _ = write!(h, "<th>{c}</th>");
-    }
-    h.push_str("</tr>\n");
     let rows: Vec<ModeSummary> = d
         .modes
         .iter()
@@ -412,8 +409,13 @@ fn verdict_section(h: &mut String, d: &RunData) {
             m.row.clone().or_else(|| m.verdict.as_ref().map(|v| crate::results::summary::summarize(v, None)))
         })
         .collect();
+    let columns = summary::table_columns(&rows);
+    for c in summary::table_head(&columns) {
+        let _ = write!(h, "<th>{c}</th>");
+    }
+    h.push_str("</tr>\n");
     for r in &rows {
-        verdict_row(h, r);
+        verdict_row(h, r, &columns);
     }
     h.push_str("</table>\n<ul class=\"reasons\">\n");
     for r in &rows {
@@ -422,23 +424,20 @@ fn verdict_section(h: &mut String, d: &RunData) {
     h.push_str("</ul>\n</section>\n");
 }
 
-/// One mode's row; counts of an output that was not checked show as `-`.
-fn verdict_row(h: &mut String, r: &ModeSummary) {
-    let counted = |n: u64| if r.checked { n.to_string() } else { "-".to_string() };
-    let _ = writeln!(
-        h,
-        "<tr class=\"{o}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td><td class=\"outcome\" title=\"expected: {}\">{}</td></tr>",
-        esc(r.mode.name()),
-        r.counts.expected,
-        counted(r.counts.committed),
-        counted(r.counts.lost),
-        counted(r.counts.duplicated),
-        r.wall_ms as f64 / 1000.0,
-        counted(r.committed_per_sec()),
-        esc(&r.expected),
-        esc(&r.words()),
-        o = r.outcome.name(),
-    );
+/// One mode's row, the terminal's cells; counts of an output that was not checked show as `-`.
+fn verdict_row(h: &mut String, r: &ModeSummary, columns: &[Anomaly]) {
+    let cells = summary::table_row(r, columns);
+    let _ = write!(h, "<tr class=\"{}\">", r.outcome.name());
+    for (i, c) in cells.iter().enumerate() {
+        if i == 0 {
+            let _ = write!(h, "<td>{}</td>", esc(c));
+        } else if i + 1 < cells.len() {
+            let _ = write!(h, "<td class=\"num\">{}</td>", esc(c));
+        } else {
+            let _ = write!(h, "<td class=\"outcome\" title=\"expected: {}\">{}</td>", esc(&r.expected), esc(c));
+        }
+    }
+    h.push_str("</tr>\n");
 }
 
 /// How the modes of a run shared the cluster, in words.

@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use super::esc;
-use sinkhole_checker::reads::{self, ReadReport};
+use sinkhole_checker::reads::ReadReport;
+use sinkhole_checker::Counts;
+use sinkhole_model::anomaly::{Anomaly, Group};
 
 pub(super) fn reads_table(out: &mut String, r: &ReadReport) {
     let _ = write!(
@@ -12,11 +14,15 @@ pub(super) fn reads_table(out: &mut String, r: &ReadReport) {
         "<table class=\"reads\"><caption>live readers: {} reader(s), {} consumer(s), {} polls</caption>",
         r.readers, r.incarnations, r.polls
     );
-    for (k, n) in r.counts() {
-        let (name, num) = if n > 0 { (" class=\"anomaly\"", "num anomaly") } else { ("", "num") };
-        let _ = write!(out, "<tr><th{name}>{k}</th><td class=\"{num}\">{n}</td></tr>");
+    // Every readers' row of the anomaly table, the anomalies marked when not 0, the evidence not.
+    let mut c = Counts::default();
+    r.add_to(&mut c);
+    for a in Anomaly::ALL.iter().filter(|a| a.group() == Group::Readers) {
+        let n = c.get(*a);
+        let (name, num) =
+            if n > 0 && a.severity().is_anomaly() { (" class=\"anomaly\"", "num anomaly") } else { ("", "num") };
+        let _ = write!(out, "<tr><th{name}>{a}</th><td class=\"{num}\">{n}</td></tr>");
     }
-    let _ = write!(out, "<tr><th>{}</th><td class=\"num\">{}</td></tr>", reads::UNSEEN, r.unseen);
     if r.not_judged > 0 {
         let _ =
             write!(out, "<tr><th>polls past the drain (not judged)</th><td class=\"num\">{}</td></tr>", r.not_judged);
