@@ -91,6 +91,8 @@ pub fn expectation_word(o: Outcome) -> &'static str {
 /// The table's `words` renderer, group by group (the worst first); those said without a count
 /// after the counted ones of the data, and what became of the input last.
 pub fn anomalies(c: &Counts, uncommitted_tail: bool) -> Vec<String> {
+    // A tail listed but not counted (a verdict written before the count) is said too.
+    let c = &Counts { uncommitted_tail: c.uncommitted_tail.max(u64::from(uncommitted_tail)), ..*c };
     let shown = |a: Anomaly| a.shown(Renderer::Words).shows(c.get(a));
     let (input, data): (Vec<Anomaly>, Vec<Anomaly>) =
         Anomaly::by_group().into_iter().filter(|a| shown(*a)).partition(|a| a.group() == Group::Input);
@@ -98,9 +100,6 @@ pub fn anomalies(c: &Counts, uncommitted_tail: bool) -> Vec<String> {
         data.into_iter().partition(|a| a.shown(Renderer::Words) == Show::Named);
     let mut out: Vec<String> = counted.iter().map(|a| format!("{} {}", a.said(), c.get(*a))).collect();
     out.extend(named.iter().map(|a| a.said().to_string()));
-    if uncommitted_tail || c.uncommitted_tail > 0 {
-        out.push("UNCOMMITTED TAIL".to_string());
-    }
     out.extend(input.iter().map(|a| format!("{} {}", a.said(), c.get(*a))));
     out
 }

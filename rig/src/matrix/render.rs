@@ -23,14 +23,11 @@ mod stability;
 /// short name, with its count, group by group: the order cells say them in, and the order
 /// shrink and explore take a failure's kinds in.
 pub fn anomaly_counts(c: &Counts) -> Vec<(&'static str, u64)> {
-    let mut out: Vec<(&'static str, u64)> = Anomaly::by_group()
+    Anomaly::by_group()
         .into_iter()
         .filter(|a| a.shown(Renderer::Cells) != Show::Never)
         .map(|a| (a.short(), c.get(a)))
-        .collect();
-    let after_torn = out.iter().position(|(k, _)| *k == Anomaly::TornTransaction.short()).map_or(out.len(), |i| i + 1);
-    out.insert(after_torn, ("hanging", c.uncommitted_tail));
-    out
+        .collect()
 }
 
 /// The anomalies a cell shows, short: `lost=4019 dup=12`.
@@ -41,11 +38,7 @@ pub fn anomalies(c: &Counts) -> String {
 /// The counts a cell's title compares (the table's `compare` renderer), by key:
 /// `lost 4019, duplicated 0, …`.
 fn compared(c: &Counts) -> String {
-    let mut listed: Vec<String> = c.shown(Renderer::Compare).map(|(a, n)| format!("{a} {n}")).collect();
-    let after_torn =
-        listed.iter().position(|k| k.starts_with(Anomaly::TornTransaction.key())).map_or(listed.len(), |i| i + 1);
-    listed.insert(after_torn, format!("uncommitted-tail {}", c.uncommitted_tail));
-    listed.join(", ")
+    c.shown(Renderer::Compare).map(|(a, n)| format!("{a} {n}")).collect::<Vec<_>>().join(", ")
 }
 
 /// One cell of the terminal table: the verdict's words (`LOST 4019 —

@@ -426,9 +426,6 @@ fn counts_diff(h: &mut String, ra: &Option<ModeSummary>, rb: &Option<ModeSummary
         if show == Show::Always || [na, nb].into_iter().flatten().any(|n| show.shows(n)) {
             num_row(h, a.field(), na, nb);
         }
-        if a == Anomaly::TornTransaction {
-            num_row(h, "uncommitted_tail", of(&ca, &|c| c.uncommitted_tail), of(&cb, &|c| c.uncommitted_tail));
-        }
     }
     h.push_str("</table>\n");
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::{esc, grid, ModeData, RunData};
 use crate::subject::WorkerHit;
 use sinkhole_checker::verdict::Verdict;
-use sinkhole_checker::Example;
+use sinkhole_checker::{Counts, Example};
 use sinkhole_history::fault::{End, FaultEffect, Isolated, NodeResult, RuleEnd, Start, Transactions, WorkersStart};
 use sinkhole_model::anomaly::{Anomaly, Group, Renderer};
 
@@ -49,7 +49,8 @@ fn mode_anomalies(m: &ModeData) -> String {
 /// the scenario has readers, a share group's when the source is one (evidence, after the
 /// anomalies); each anomaly marked when it is not 0, with "clean" above them when none is.
 fn counts_table(out: &mut String, v: &Verdict) {
-    let c = &v.counts;
+    // A tail listed but not counted (a verdict written before the count) is shown too.
+    let c = &Counts { uncommitted_tail: v.counts.uncommitted_tail.max(v.uncommitted_tail.len() as u64), ..v.counts };
     let has_source = |a: &Anomaly| match a.group() {
         Group::Readers => v.reads.is_some(),
         Group::Input => v.share.is_some(),
@@ -60,8 +61,6 @@ fn counts_table(out: &mut String, v: &Verdict) {
         .filter(|(a, _)| has_source(a))
         .map(|(a, n)| (a.key(), n, a.severity().is_anomaly()))
         .collect();
-    let after_torn = rows.iter().position(|(k, ..)| *k == Anomaly::TornTransaction.key()).map_or(0, |i| i + 1);
-    rows.insert(after_torn, ("uncommitted-tail", c.uncommitted_tail.max(v.uncommitted_tail.len() as u64), true));
     // Evidence after the anomalies.
     rows.sort_by_key(|(.., anomaly)| !anomaly);
     if rows.iter().all(|(_, n, anomaly)| *n == 0 || !anomaly) {
