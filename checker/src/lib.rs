@@ -13,11 +13,14 @@
 //! runs; it reads what the run left behind (the topic and `history.jsonl`).
 //!
 //! The crate's own layers, bottom first (`scripts/shape.py` holds them): the vocabulary
-//! ([`report`]: records, counts, examples, a mode's report; [`error`]), the history's
-//! transactions ([`txns`], built by [`indexing`]), the counting ([`count`]) and the I/O
+//! ([`report`]: records, a mode's report, the counts and examples of the model's anomaly
+//! table; [`error`]), the history's transactions ([`txns`], built by [`indexing`]), the
+//! counting ([`count`]) and the I/O
 //! ([`drain`], [`store`]), the check that puts them together ([`check`]), the offline re-check
 //! and the benchmark, then what judges the counts: [`latency`], [`premise`], [`verdict`].
 //! This root only declares and re-exports.
+#[cfg(test)]
+mod anomaly_tests;
 pub mod bench;
 #[cfg(test)]
 mod calibration;

@@ -242,6 +242,24 @@ fn said((k, n): (CountName, u64)) -> String {
     format!("{n} {k}")
 }
 
+/// The reason's lines of its own (the table's `reason: Line` anomalies): for each one seen,
+/// its examples' sentences, after everything else the reason says.
+fn lines(report: &CheckReport) -> String {
+    lines_by(report, |k| k.shown(Renderer::Reason))
+}
+
+/// [`lines`], with each anomaly's way of showing in the reason from `show` (the table's, or a test's).
+pub(crate) fn lines_by(report: &CheckReport, show: impl Fn(CountName) -> Show) -> String {
+    let mut t = String::new();
+    for &k in CountName::ALL.iter().filter(|k| show(**k) == Show::Line && report.counts.get(**k) > 0) {
+        let examples: Vec<&str> = report.examples.get(k).iter().map(|x| x.detail.as_str()).collect();
+        if !examples.is_empty() {
+            t.push_str(&format!("; {k}: {}", examples.join("; ")));
+        }
+    }
+    t
+}
+
 /// The expectation's conditions on the counts: `clean`'s (every anomaly it forbids == 0),
 /// or those written, with == 0 for an anomaly every expectation forbids unless it names it.
 fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
@@ -249,7 +267,7 @@ fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
 }
 
 /// [`conditions`], with each anomaly's severity from `severity` (the table's, or a test's).
-fn conditions_by(e: &Expectation, severity: impl Fn(CountName) -> Severity) -> Vec<(CountName, Cmp)> {
+pub(crate) fn conditions_by(e: &Expectation, severity: impl Fn(CountName) -> Severity) -> Vec<(CountName, Cmp)> {
     let forbidden = |named: &dyn Fn(CountName) -> bool| {
         CountName::ALL
             .iter()
@@ -327,6 +345,19 @@ pub fn judge(
 
 /// [`judge`], with the expectation's premises as observed.
 pub fn judge_with(
+    expect: Option<&Expectation>,
+    job: &JobOutcome,
+    faults: &[FaultRecord],
+    premises: &[PremiseRecord],
+    report: Option<&CheckReport>,
+) -> Judgement {
+    let mut j = rules(expect, job, faults, premises, report);
+    j.reason.push_str(&report.map(lines).unwrap_or_default());
+    j
+}
+
+/// The rules of the module doc, in order.
+fn rules(
     expect: Option<&Expectation>,
     job: &JobOutcome,
     faults: &[FaultRecord],

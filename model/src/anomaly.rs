@@ -8,7 +8,8 @@
 //! - its words in capitals (`TORN TRANSACTION 1`) and its short name in a matrix cell (`torn=1`);
 //! - what it is about ([`Group`]) and how much it weighs in a verdict ([`Severity`]: what
 //!   `clean` forbids, what only informs);
-//! - where a person sees it ([`Renderer`], [`Show`]): always, only when not zero, or not at all;
+//! - where a person sees it ([`Renderer`], [`Show`]): always, only when not zero (by name alone,
+//!   or with a line of its own in the verdict's reason), or not at all;
 //! - whether examples are kept ([`Examples`]: each one names the record, partition, offset,
 //!   transaction and checkpoint, and says in a sentence what the history knows of it);
 //! - the check that finds it: its file and function in the checker crate (a test there holds
@@ -19,13 +20,14 @@
 //! verdict's reason, its words, and every renderer's rows and columns. Adding an anomaly is
 //! one row here and its check in the checker (docs/ARCHITECTURE.md, "An anomaly").
 //!
-//! Why in this crate: the table is needed by two crates, neither below the other's use of it.
-//! The scenario crate parses the names expectations use, and sits below the checker, which
-//! fills the counts; the rig renders them. This crate is below both, holds the plain data
-//! they share, and does no I/O: the table's types are plain serde data, as the history's
-//! events are. The table is a macro (`mutants!` and the scenario crate's `fault_kinds!` are
-//! the same shape): a new row makes the compiler point at nothing else, because nothing
-//! else lists anomalies.
+//! Why in this crate: two crates need the table. The scenario crate parses the names
+//! expectations use; the checker, above it, fills the counts, and the rig above both renders
+//! them. The names cannot live in the checker (the scenario crate sits below it), and the
+//! counts are the checker's findings, not the scenario language. This crate sits below both,
+//! holds the plain data they share and does no I/O: the table's types are plain serde data,
+//! as the history's events are. The table is a macro, the shape of `mutants!` here and of the
+//! scenario crate's `fault_kinds!`; a new row needs nothing else to compile, because no other
+//! code lists anomalies.
 use serde::{Deserialize, Serialize};
 
 /// What an anomaly is about. Summary lines (a verdict's words, a matrix cell) say the
@@ -84,7 +86,7 @@ impl Severity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Renderer {
     /// The verdict's reason (`… 0 lost, 0 duplicated, 0 unexpected, 2 torn-transaction`):
-    /// `Always` ones in its head, the others after it, by key.
+    /// `Always` ones in its head, the others after it, by key; a `Line` one's examples at its end.
     Reason,
     /// The verdict's words, in capitals (`LOST 4002, TORN TRANSACTION 1 (expected)`).
     Words,
@@ -116,6 +118,9 @@ pub enum Show {
     /// Only when not zero, by name alone, without its count (the words of a count of
     /// partitions, not of records).
     Named,
+    /// Only when not zero, and with a line of its own: its examples' sentences, each saying
+    /// what the history knows of one (the verdict's reason, after everything else it says).
+    Line,
     /// Never.
     Never,
 }
@@ -125,7 +130,7 @@ impl Show {
     pub fn shows(self, n: u64) -> bool {
         match self {
             Show::Always => true,
-            Show::NonZero | Show::Named => n > 0,
+            Show::NonZero | Show::Named | Show::Line => n > 0,
             Show::Never => false,
         }
     }
@@ -493,9 +498,15 @@ mod tests {
             if a.severity() == Severity::Evidence {
                 assert_eq!(a.shown(Renderer::Cells), Show::Never, "{a:?}");
             }
-            // `Named` is a way of saying words only.
+            // `Named` is a way of saying words only, `Line` of the reason only (with examples).
             for r in Renderer::ALL.into_iter().filter(|r| *r != Renderer::Words) {
                 assert_ne!(a.shown(r), Show::Named, "{a:?} {r:?}");
+            }
+            for r in Renderer::ALL.into_iter().filter(|r| *r != Renderer::Reason) {
+                assert_ne!(a.shown(r), Show::Line, "{a:?} {r:?}");
+            }
+            if a.shown(Renderer::Reason) == Show::Line {
+                assert!(a.info().examples, "{a:?}: a reason line says the examples");
             }
         }
         assert_eq!(Anomaly::parse("g1a"), Some(Anomaly::G1a), "G1a as Jepsen writes it, and in lower case");

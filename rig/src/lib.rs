@@ -26,6 +26,8 @@
 //! `sinkhole-cluster`, `sinkhole-history`, `sinkhole-checker` (counts, latency, premises,
 //! verdict), and the worker's side: `sinkhole-model` (the shared vocabulary),
 //! `sinkhole-kafka`, `sinkhole-client`, `sinkhole-faults`, `sinkhole-workloads`.
+#[cfg(test)]
+mod anomaly_tests;
 pub mod bench;
 pub mod calibrate;
 pub mod explore;

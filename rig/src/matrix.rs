@@ -41,8 +41,8 @@ use crate::results::summary::{ModeSummary, Summary};
 use crate::run::{self, RunArgs, RunError};
 pub use execute::{run, run_matrix};
 pub use render::{
-    anomalies, anomaly_counts, cell_text, rel_link, render_html, render_junit, render_table, stability_cell_text,
-    stability_html, stability_text, PAGE_CSS,
+    anomalies, anomaly_counts, cell_text, compared, rel_link, render_html, render_junit, render_table,
+    stability_cell_text, stability_html, stability_text, PAGE_CSS,
 };
 pub use seeds::{seed_count_problem, Seeds, MAX_SEEDS};
 pub use shard::{LibraryEntry, Shard, ShardInfo};

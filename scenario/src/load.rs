@@ -151,7 +151,11 @@ fn explain_untagged(raw: &str, field: &str) -> String {
     }
     let top = field.split(['.', '[']).next().unwrap_or("");
     let hint = if raw.contains("Expectation") || top == "expect" {
-        "expected `clean`, `job-failed`, {job_failed: TEXT}, or a map of lost/duplicated/unexpected to conditions (0, \">0\", \">=N\", \"<N\", \"==N\")"
+        let counts: Vec<&str> = crate::CountName::ALL.iter().map(|c| c.key()).collect();
+        &format!(
+            "expected `clean`, `job-failed`, {{job_failed: TEXT}}, or a map of counts ({}) to conditions (0, \">0\", \">=N\", \"<N\", \"==N\")",
+            counts.join(", ")
+        )
     } else if raw.contains("Condition") {
         "expected a count (0) or a condition string (\">0\", \">=N\", \"<N\", \"==N\")"
     } else if raw.contains("Target") || field.ends_with("target") {

@@ -37,7 +37,7 @@ pub fn anomalies(c: &Counts) -> String {
 
 /// The counts a cell's title compares (the table's `compare` renderer), by key:
 /// `lost 4019, duplicated 0, …`.
-fn compared(c: &Counts) -> String {
+pub fn compared(c: &Counts) -> String {
     c.shown(Renderer::Compare).map(|(a, n)| format!("{a} {n}")).collect::<Vec<_>>().join(", ")
 }
 

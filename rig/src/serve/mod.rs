@@ -13,7 +13,7 @@
 //! HTTP/1.1 by hyper, one task per connection, a header read timeout against
 //! connections that never finish a request; only GET and HEAD.
 mod discover;
-mod pages;
+pub(crate) mod pages;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

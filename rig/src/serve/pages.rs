@@ -412,7 +412,7 @@ fn mode_diff(h: &mut String, mode: &str, a: &Side, b: &Side) {
 }
 
 /// The counts of each side (of an output that was checked) and B − A.
-fn counts_diff(h: &mut String, ra: &Option<ModeSummary>, rb: &Option<ModeSummary>) {
+pub(crate) fn counts_diff(h: &mut String, ra: &Option<ModeSummary>, rb: &Option<ModeSummary>) {
     h.push_str("<h3>Counts</h3>\n<table class=\"counts\"><tr><th>count</th><th>A</th><th>B</th><th>B − A</th></tr>\n");
     let counted = |r: &Option<ModeSummary>| r.as_ref().filter(|m| m.checked).map(|m| m.counts);
     let (ca, cb) = (counted(ra), counted(rb));
