@@ -1,9 +1,10 @@
 //! What the checker reports, and the records it reports on: the drained records and how far
 //! each partition's drain got, what the job was supposed to write, the counts a verdict is
 //! judged on and their examples (the anomaly table's, `sinkhole_model::anomaly`), and the
-//! report of one mode. Plain data at the bottom of the
-//! crate: the counting, the store, the drain and the verdict all speak it.
+//! report of one mode. Plain data at the bottom of the crate: the counting, the store, the
+//! drain and the verdict all speak it.
 use serde::{Deserialize, Serialize};
+
 /// The counts, the examples and the anomalies they are of: one table in the model crate.
 pub use sinkhole_model::anomaly::{Anomaly, Counts, Example, Examples};
 
