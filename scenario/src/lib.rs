@@ -407,6 +407,13 @@ pub enum CountName {
     Archived,
     /// A transaction an earlier attempt left open, still open after a restore.
     Lingering,
+    /// A transaction of the mode still Ongoing at its coordinator after the job finished: the
+    /// sink never ended it. Forbidden by every expectation that does not name it.
+    HangingTransaction,
+    /// A transaction a partition holds open while its coordinator finished it: the broker
+    /// never wrote that partition's marker. Forbidden by every expectation that does not name
+    /// it (a known Kafka bug is named in `expect_by`).
+    MissingMarker,
     // What the scenario's live readers saw (`readers:`), as Jepsen's Kafka workload names it.
     /// A reader polled a record where nothing was committed (an aborted read, seen live).
     #[serde(rename = "G1a", alias = "g1a")]
@@ -553,6 +560,8 @@ pub fn count_key(c: CountName) -> &'static str {
         CountName::Redelivered => "redelivered",
         CountName::Archived => "archived",
         CountName::Lingering => "lingering",
+        CountName::HangingTransaction => "hanging-transaction",
+        CountName::MissingMarker => "missing-marker",
         CountName::G1a => "G1a",
         CountName::InconsistentOffsets => "inconsistent-offsets",
         CountName::PrecommittedRead => "precommitted-read",

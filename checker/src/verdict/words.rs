@@ -61,7 +61,7 @@ pub struct Facts<'a> {
     /// The expectation as written (`clean`, `lost>0`); None without one.
     pub expectation: Option<&'a str>,
     pub counts: &'a Counts,
-    /// A partition stayed below its high-water mark (counted or listed).
+    /// A partition stayed below its high-water mark that no open transaction explains.
     pub uncommitted_tail: bool,
     /// The output was drained and counted (else the counts mean nothing).
     pub checked: bool,
@@ -94,6 +94,8 @@ pub fn anomalies(c: &Counts, uncommitted_tail: bool) -> Vec<String> {
         ("ABORTED READ", c.aborted_read),
         ("TORN TRANSACTION", c.torn_transaction),
         ("LINGERING", c.lingering),
+        ("HANGING TRANSACTION", c.hanging_transaction),
+        ("MISSING MARKER", c.missing_marker),
         // Last of the output's: it accompanies duplicates (every replay steps back).
         ("NONMONOTONIC", c.nonmonotonic),
         // What live readers saw (`unseen` is not an anomaly of the data: it is not said here).
@@ -104,7 +106,8 @@ pub fn anomalies(c: &Counts, uncommitted_tail: bool) -> Vec<String> {
         ("NONMONOTONIC POLL", c.nonmonotonic_poll),
     ];
     let mut out: Vec<String> = counted.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
-    if uncommitted_tail || c.uncommitted_tail > 0 {
+    // A stuck partition is said by the open transaction that holds it when one is named.
+    if uncommitted_tail || (c.uncommitted_tail > 0 && c.hanging_transaction + c.missing_marker == 0) {
         out.push("UNCOMMITTED TAIL".to_string());
     }
     for (k, n) in [("REDELIVERED", c.redelivered), ("ARCHIVED", c.archived)] {
@@ -313,7 +316,7 @@ mod tests {
                 &lost_open,
                 true,
                 finished,
-                "LOST 4002, inconclusive — transaction left open",
+                "LOST 4002, inconclusive — stuck tail, holder unknown",
             ),
             (
                 Inconclusive,
