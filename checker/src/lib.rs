@@ -15,7 +15,8 @@
 //! The crate's own layers, bottom first (`scripts/shape.py` holds them): the vocabulary
 //! ([`report`]: records, counts, examples, a mode's report; [`error`]), the history's
 //! transactions ([`txns`], built by [`indexing`]), the brokers' answers on what is left open
-//! and whose doing it is ([`open_txn`], [`hanging`]), the counting ([`count`]) and the I/O
+//! and whose doing it is ([`open_txn`], [`hanging`]), the protocol states a run reached
+//! ([`reached`]), the counting ([`count`]) and the I/O
 //! ([`drain`], [`store`]), the check that puts them together ([`check`]), the offline re-check
 //! and the benchmark, then what judges the counts: [`latency`], [`premise`], [`verdict`].
 //! This root only declares and re-exports.
@@ -33,6 +34,7 @@ pub mod lingering;
 pub mod offline;
 pub mod open_txn;
 pub mod premise;
+pub mod reached;
 pub mod reads;
 pub mod report;
 pub mod share;
