@@ -93,7 +93,7 @@ LAYERS = {
     """,
     "checker": """
         error report
-        txns open_txn lingering
+        txns open_txn lingering hanging reached
         count drain share
         indexing store reads
         check

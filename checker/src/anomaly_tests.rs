@@ -9,8 +9,8 @@ use sinkhole_model::anomaly::{Anomaly, Group, Renderer, Severity, Show};
 use sinkhole_model::SinkMode;
 use sinkhole_scenario::{Cmp, Condition, CountName, ExpectWord, Expectation};
 
-use crate::verdict::{conditions_by, evaluate, expectation_text, lines_by};
-use crate::{CheckReport, Counts, Example};
+use crate::verdict::{conditions_by, evaluate, expectation_text};
+use crate::Counts;
 
 /// A valid scenario whose legacy mode expects `expect` (with a share-group source when `share`).
 fn scenario(expect: &str, share: bool) -> String {
@@ -58,40 +58,35 @@ fn every_anomaly_is_named_by_an_expectation_by_its_key_and_judged_on_its_count()
 
 #[test]
 fn an_anomaly_every_expectation_forbids_is_judged_unless_the_expectation_names_it() {
-    // No row is `Always` yet: the rule is shown with torn-transaction made one.
-    let always = |k: CountName| if k == Anomaly::TornTransaction { Severity::Always } else { k.severity() };
+    let always: Vec<Anomaly> = Anomaly::ALL.iter().copied().filter(|a| a.severity().forbidden_unless_named()).collect();
+    assert_eq!(always, [Anomaly::HangingTransaction, Anomaly::MissingMarker]);
+    let implied = |but: Option<Anomaly>| always.iter().filter(move |a| Some(**a) != but).map(|a| (*a, Cmp::Eq(0)));
     let lost = Expectation::Counts(BTreeMap::from([(Anomaly::Lost, Condition::Expr(">0".into()))]));
-    let conds = conditions_by(&lost, always);
-    assert_eq!(conds, [(Anomaly::Lost, Cmp::Gt(0)), (Anomaly::TornTransaction, Cmp::Eq(0))]);
+    let want: Vec<(CountName, Cmp)> = [(Anomaly::Lost, Cmp::Gt(0))].into_iter().chain(implied(None)).collect();
+    assert_eq!(conditions_by(&lost, Anomaly::severity), want);
+    // Named, it is judged as written.
     let named = Expectation::Counts(BTreeMap::from([
         (Anomaly::Lost, Condition::Expr(">0".into())),
-        (Anomaly::TornTransaction, Condition::Expr(">0".into())),
+        (Anomaly::MissingMarker, Condition::Expr(">0".into())),
     ]));
-    assert_eq!(conditions_by(&named, always), [(Anomaly::Lost, Cmp::Gt(0)), (Anomaly::TornTransaction, Cmp::Gt(0))]);
-    let clean = conditions_by(&Expectation::Word(ExpectWord::Clean), always);
-    assert!(clean.contains(&(Anomaly::TornTransaction, Cmp::Eq(0))) && clean.contains(&(Anomaly::Lost, Cmp::Eq(0))));
-    assert_eq!(conditions_by(&Expectation::Word(ExpectWord::JobFailed), always), []);
-    // With the table's own severities, only what is written is judged.
-    assert_eq!(conditions_by(&lost, Anomaly::severity), [(Anomaly::Lost, Cmp::Gt(0))]);
-}
-
-#[test]
-fn an_anomaly_with_a_reason_line_is_said_with_its_examples() {
-    // No row has a line yet: the rule is shown with torn-transaction given one.
-    let line = |k: CountName| if k == Anomaly::TornTransaction { Show::Line } else { k.shown(Renderer::Reason) };
-    let mut r = CheckReport { counts: counts(Anomaly::TornTransaction, 2), ..CheckReport::default() };
-    for t in ["x-0-3", "x-1-3"] {
-        let detail = format!("transaction {t} (checkpoint 3): partition 1 committed, partition 2 not");
-        r.examples.torn_transaction.push(Example { detail, ..Example::default() });
+    let want: Vec<(CountName, Cmp)> = [(Anomaly::Lost, Cmp::Gt(0)), (Anomaly::MissingMarker, Cmp::Gt(0))]
+        .into_iter()
+        .chain(implied(Some(Anomaly::MissingMarker)))
+        .collect();
+    assert_eq!(conditions_by(&named, Anomaly::severity), want);
+    let clean = conditions_by(&Expectation::Word(ExpectWord::Clean), Anomaly::severity);
+    assert!(always.iter().all(|a| clean.contains(&(*a, Cmp::Eq(0)))));
+    assert_eq!(conditions_by(&Expectation::Word(ExpectWord::JobFailed), Anomaly::severity), []);
+    // The implied conditions fail an expectation, and go without saying when they hold.
+    for &a in &always {
+        let (met, why) = evaluate(&lost, &Counts { lost: 3, ..counts(a, 1) });
+        assert!(!met && why.starts_with(&format!("expected {a} ==0, got 1")), "{why}");
     }
-    assert_eq!(
-        lines_by(&r, line),
-        "; torn-transaction: transaction x-0-3 (checkpoint 3): partition 1 committed, partition 2 not; \
-         transaction x-1-3 (checkpoint 3): partition 1 committed, partition 2 not"
-    );
-    assert_eq!(lines_by(&r, |k| k.shown(Renderer::Reason)), "", "the table's own rows have no line yet");
-    r.counts.torn_transaction = 0;
-    assert_eq!(lines_by(&r, line), "", "only a count seen has its line");
+    let (met, why) = evaluate(&lost, &counts(Anomaly::Lost, 3));
+    assert!(met && why.starts_with("as expected, lost >0 (3): "), "{why}");
+    // The rule follows the table's severity, not a list of its own.
+    let torn = |k: CountName| if k == Anomaly::TornTransaction { Severity::Always } else { k.severity() };
+    assert!(conditions_by(&lost, torn).contains(&(Anomaly::TornTransaction, Cmp::Eq(0))));
 }
 
 #[test]
@@ -157,7 +152,7 @@ fn guide_lists_every_anomaly_where_it_describes_them() {
     assert_eq!(first_column(&guide, "### Checker and verdict"), of(output, Anomaly::field));
     let share = between(&guide, "With a [share-group source](#share-group-source) two more counts", ".");
     assert_eq!(ticked(share), of(|a| a.group() == Group::Input, Anomaly::field));
-    let clean = between(&guide, "A `clean` expectation forbids", ".");
+    let clean = between(&guide, "A `clean` expectation forbids", ";");
     assert_eq!(ticked(clean), of(|a| output(a) && a.severity().forbidden_by_clean(), Anomaly::field));
     // The readers' table, by key.
     let readers = |a: Anomaly| a.group() == Group::Readers;
@@ -189,7 +184,7 @@ fn scenarios_md_names_every_anomaly_an_expectation_can_name() {
     let keys = |text: &str| -> Vec<Anomaly> { ticked(text).into_iter().filter_map(Anomaly::parse).collect() };
     let clean = between(&scenarios, "- `clean`: every anomaly count 0:", "\n- ");
     assert_eq!(keys(clean), Anomaly::forbidden_by_clean().collect::<Vec<_>>(), "what `clean` forbids");
-    let conditions = between(&scenarios, "- conditions on counts:", "Counts not named are free.");
+    let conditions = between(&scenarios, "- conditions on counts:", "Counts not named are free");
     let mut named = keys(conditions);
     named.sort();
     assert_eq!(named, Anomaly::ALL, "every count a condition can name");

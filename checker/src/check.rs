@@ -11,7 +11,7 @@ use crate::error::CheckerError;
 use crate::reads::{self, ReadReport};
 use crate::report::{CheckReport, DrainedRecord, Expected, PartitionDrain};
 use crate::txns::HistoryIndex;
-use crate::{count, drain, open_txn, store};
+use crate::{count, drain, hanging, open_txn, store};
 
 /// The pure check: counts and examples from the drained records (in the
 /// order the drain read them), the history's transactions and how far each
@@ -46,6 +46,9 @@ pub struct CheckSpec {
     pub dir: ModeDir,
     /// How long to wait for every partition to reach its high-water mark.
     pub timeout: Duration,
+    /// The mode's transactional-id prefix: its transactions still open when the check begins
+    /// are looked up under it ([`open_txn::look_at_end`]); None for a mode without transactions.
+    pub tid_prefix: Option<String>,
 }
 
 /// Drains the topic, saves the records in `dir/drained.bin`, reads the
@@ -57,20 +60,29 @@ pub async fn check_mode(spec: &CheckSpec) -> Result<CheckReport, CheckerError> {
 /// [`check_mode`], handing back the history's events it read (none without a history), so the
 /// readers' check ([`check_reads_with`]) judges against them without parsing the file again.
 pub async fn check_mode_keeping_history(spec: &CheckSpec) -> Result<(CheckReport, Vec<Event>), CheckerError> {
-    let (bootstrap, topic, timeout) = (spec.bootstrap.clone(), spec.topic.clone(), spec.timeout);
-    let drained = tokio::task::spawn_blocking(move || drain::drain(&bootstrap, &topic, timeout))
-        .await
-        .map_err(|e| CheckerError::Other(format!("drain task: {e}")))??;
-    store::write(&spec.dir.drained(), &drained.records)?;
-    store::write_partitions(&spec.dir.drained_partitions(), &drained.partitions)?;
+    let bootstrap: Vec<String> = spec.bootstrap.split(',').map(str::to_string).collect();
+    // Before the drain, which may wait out a transaction timeout: what is open now is what the
+    // job left open.
+    let end_look = match &spec.tid_prefix {
+        Some(prefix) => open_txn::look_at_end(&bootstrap, &spec.topic, prefix).await,
+        None => Default::default(),
+    };
     let events = match &spec.history {
         Some(h) if h.exists() => sinkhole_history::read(h)?.events,
         _ => Vec::new(),
     };
+    let for_good = hanging::held_for_good(&end_look, &events);
+    let (servers, topic, timeout) = (spec.bootstrap.clone(), spec.topic.clone(), spec.timeout);
+    let drained = tokio::task::spawn_blocking(move || drain::drain(&servers, &topic, timeout, &for_good))
+        .await
+        .map_err(|e| CheckerError::Other(format!("drain task: {e}")))??;
+    store::write(&spec.dir.drained(), &drained.records)?;
+    store::write_partitions(&spec.dir.drained_partitions(), &drained.partitions)?;
     let index = HistoryIndex::from_events(&events);
     let mut report = check(&spec.expected, &drained.records, &index, &drained.partitions);
-    let bootstrap: Vec<String> = spec.bootstrap.split(',').map(str::to_string).collect();
     open_txn::explain(&bootstrap, &spec.topic, &mut report.uncommitted_tail).await;
+    report.end_look = end_look;
+    report.judge_open_transactions(&events);
     Ok((report, events))
 }
 

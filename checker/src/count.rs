@@ -329,6 +329,9 @@ impl<'h> Counter<'h> {
             uncommitted_tail,
             partitions: partitions.to_vec(),
             records_read: self.index,
+            // The brokers' looks and what they name come after the count (`crate::check`).
+            end_look: Default::default(),
+            hanging: Vec::new(),
         }
     }
 

@@ -10,7 +10,7 @@
 //!    reaches the mark once every transaction below it is decided. A partition
 //!    that stays below it when the timeout ends holds an open transaction:
 //!    reported, never skipped.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
@@ -36,8 +36,11 @@ fn consumer(bootstrap: &str, isolation: &str) -> Result<BaseConsumer, KafkaError
         .create()
 }
 
-/// Reads every committed record of `topic`; see the module docs.
-pub fn drain(bootstrap: &str, topic: &str, timeout: Duration) -> Result<Drain, CheckerError> {
+/// Reads every committed record of `topic`; see the module docs. The partitions in `for_good`
+/// are held by a transaction that nothing will end (Ongoing under Enable2Pc, which the broker
+/// never times out, once the job is over): the drain reads them up to where they stop and does
+/// not wait out `timeout` for them.
+pub fn drain(bootstrap: &str, topic: &str, timeout: Duration, for_good: &BTreeSet<i32>) -> Result<Drain, CheckerError> {
     let t0 = Instant::now();
     let kafka = |source| CheckerError::Kafka { topic: topic.to_string(), source };
     let request = Duration::from_secs(15);
@@ -76,6 +79,8 @@ pub fn drain(bootstrap: &str, topic: &str, timeout: Duration) -> Result<Drain, C
         committed.assign(&tpl).map_err(kafka)?;
         let deadline = t0 + timeout;
         let mut since_check = 0usize;
+        // Partitions read up to where the consumer stops (its end: the last stable offset).
+        let mut at_end: BTreeSet<i32> = BTreeSet::new();
         loop {
             let msg = committed.poll(Duration::from_millis(100));
             let mut check_now = msg.is_none();
@@ -93,6 +98,7 @@ pub fn drain(bootstrap: &str, topic: &str, timeout: Duration) -> Result<Drain, C
                             }
                         }
                     }
+                    at_end.remove(&m.partition());
                     let d = parts.get_mut(&m.partition()).expect("assigned partition");
                     d.records += 1;
                     records.push(DrainedRecord {
@@ -107,7 +113,10 @@ pub fn drain(bootstrap: &str, topic: &str, timeout: Duration) -> Result<Drain, C
                         check_now = true;
                     }
                 }
-                Some(Err(KafkaError::PartitionEOF(_))) => check_now = true,
+                Some(Err(KafkaError::PartitionEOF(p))) => {
+                    at_end.insert(p);
+                    check_now = true;
+                }
                 Some(Err(e)) => {
                     // Transient fetch errors (a leader moving) are retried by
                     // librdkafka; only the deadline ends the drain.
@@ -125,7 +134,10 @@ pub fn drain(bootstrap: &str, topic: &str, timeout: Duration) -> Result<Drain, C
                         }
                     }
                 }
-                if parts.values().all(|d| d.complete()) || Instant::now() >= deadline {
+                let waiting_for_nothing = |d: &PartitionDrain| {
+                    d.complete() || (for_good.contains(&d.partition) && at_end.contains(&d.partition))
+                };
+                if parts.values().all(waiting_for_nothing) || Instant::now() >= deadline {
                     break;
                 }
             }

@@ -15,7 +15,8 @@
 //! The crate's own layers, bottom first (`scripts/shape.py` holds them): the vocabulary
 //! ([`report`]: records, a mode's report, the counts and examples of the model's anomaly
 //! table; [`error`]), the history's transactions ([`txns`], built by [`indexing`]), the
-//! counting ([`count`]) and the I/O
+//! brokers' answers on what is left open and whose doing it is ([`open_txn`], [`hanging`]),
+//! the protocol states a run reached ([`reached`]), the counting ([`count`]) and the I/O
 //! ([`drain`], [`store`]), the check that puts them together ([`check`]), the offline re-check
 //! and the benchmark, then what judges the counts: [`latency`], [`premise`], [`verdict`].
 //! This root only declares and re-exports.
@@ -28,12 +29,14 @@ pub mod check;
 pub mod count;
 pub mod drain;
 pub mod error;
+pub mod hanging;
 pub mod indexing;
 pub mod latency;
 pub mod lingering;
 pub mod offline;
 pub mod open_txn;
 pub mod premise;
+pub mod reached;
 pub mod reads;
 pub mod report;
 pub mod share;
@@ -46,8 +49,8 @@ pub mod verdict;
 pub use check::{check, check_mode, check_mode_keeping_history, recheck, recheck_with, CheckSpec};
 pub use error::CheckerError;
 pub use report::{
-    CheckReport, Counts, Drain, DrainedRecord, Example, Examples, Expected, OpenTxn, PartitionDrain, UncommittedTail,
-    MAX_EXAMPLES,
+    CheckReport, Counts, Drain, DrainedRecord, EndLook, EndTxn, Example, Examples, Expected, OpenTxn, PartitionDrain,
+    UncommittedTail, MAX_EXAMPLES,
 };
 pub use txns::{
     describe_outcome, seq_range, subtask_of_tid, AbortedTxn, Candidate, HistoryIndex, TidHistory, TxnInfo, TxnStatus,

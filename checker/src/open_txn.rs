@@ -19,11 +19,81 @@
 //! partitions are likely deleted already and hence can be skipped"; the
 //! skip dates from KAFKA-5202). That is the broker's doing, not the sink's:
 //! the producer's EndTxn was answered with success.
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use sinkhole_client::wire::client::{Client, ClientConfig};
 
 use super::UncommittedTail;
+use crate::report::{EndLook, EndTxn};
 
 pub use crate::report::{is_hanging, OpenTxn};
+
+/// The states of a transaction its coordinator has not finished.
+const UNFINISHED: [&str; 3] = ["Ongoing", "PrepareCommit", "PrepareAbort"];
+
+/// How long a transaction in PrepareCommit or PrepareAbort is given to finish before the look
+/// keeps it as it is: its markers are normally written within milliseconds of the EndTxn.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// Whether `tid` is one of the ids under `prefix` (`sinkhole-<short run id>-<mode slug>`): the
+/// prefix, then `-<subtask>` and, for the ids of Flink's naming, `-<checkpoint>` or `-<index>`.
+/// A mode's slug may be the start of another's (`legacy` of `legacy-restore-off-by-one`), so
+/// the rest must be numbers.
+pub fn is_own(tid: &str, prefix: &str) -> bool {
+    tid.strip_prefix(prefix)
+        .and_then(|r| r.strip_prefix('-'))
+        .is_some_and(|r| !r.is_empty() && r.split('-').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
+}
+
+/// The mode's transactions that their coordinators have not finished, once the job has ended
+/// and every fault has healed: ListTransactions of every broker (each lists the ids it
+/// coordinates), the ids under `prefix`, then DescribeTransactions for their partitions and
+/// age. One in PrepareCommit or PrepareAbort is looked at again for up to [`SETTLE`]: its
+/// markers may be on their way. Kafka's `kafka-transactions.sh list` and `describe` do the
+/// same two steps (`TransactionsCommand`).
+pub async fn look_at_end(bootstrap: &[String], topic: &str, prefix: &str) -> EndLook {
+    let cfg = ClientConfig {
+        client_id: "sinkhole-checker".into(),
+        retry_deadline: Duration::from_secs(15),
+        ..ClientConfig::default()
+    };
+    let mut client = match Client::connect(bootstrap, cfg).await {
+        Ok(c) => c,
+        Err(e) => return EndLook { taken: false, transactions: vec![], error: Some(e.to_string()) },
+    };
+    let states: Vec<String> = UNFINISHED.iter().map(|s| s.to_string()).collect();
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    loop {
+        let listed = match client.list_transactions(&states, &[]).await {
+            Ok(l) => l,
+            Err(e) => return EndLook { taken: false, transactions: vec![], error: Some(e.to_string()) },
+        };
+        let ids: Vec<String> = listed.into_iter().map(|t| t.transactional_id).filter(|t| is_own(t, prefix)).collect();
+        let described = match client.describe_transactions(&ids).await {
+            Ok(d) => d,
+            Err(e) => return EndLook { taken: true, transactions: vec![], error: Some(e.to_string()) },
+        };
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+        let transactions: Vec<EndTxn> = described
+            .into_iter()
+            .filter(|d| d.error.is_none() && UNFINISHED.contains(&d.state.as_str()))
+            .map(|d| EndTxn {
+                open_ms: if d.start_time_ms > 0 { now_ms - d.start_time_ms } else { -1 },
+                partitions: d.partitions.iter().filter(|(t, _)| t == topic).map(|(_, p)| *p).collect(),
+                transactional_id: d.transactional_id,
+                state: d.state,
+                producer_id: d.producer_id,
+                producer_epoch: d.producer_epoch,
+                coordinator: d.coordinator,
+            })
+            .collect();
+        let settling = transactions.iter().any(|t| t.state != "Ongoing");
+        if !settling || tokio::time::Instant::now() >= deadline {
+            return EndLook { taken: true, transactions, error: None };
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
 
 /// Fills `open` for every tail in `tails`; a question the broker does not
 /// answer leaves the tail as it was (the drain's finding stands).
@@ -65,6 +135,24 @@ pub async fn explain(bootstrap: &[String], topic: &str, tails: &mut [Uncommitted
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_ids_are_the_prefix_then_numbers() {
+        let p = "sinkhole-1187560f-legacy";
+        for tid in ["sinkhole-1187560f-legacy-0-3", "sinkhole-1187560f-legacy-1", "sinkhole-1187560f-legacy-12-140"] {
+            assert!(is_own(tid, p), "{tid}");
+        }
+        for tid in [
+            "sinkhole-1187560f-legacy-restore-off-by-one-0-3",
+            "sinkhole-1187560f-legacy0-1",
+            "sinkhole-1187560f-legacy-",
+            "sinkhole-1187560f-legacy-0--1",
+            "sinkhole-99999999-legacy-0-1",
+            "sinkhole-1187560f-legacy",
+        ] {
+            assert!(!is_own(tid, p), "{tid}");
+        }
+    }
 
     #[test]
     fn only_a_transaction_its_coordinator_still_runs_is_not_hanging() {

@@ -21,10 +21,17 @@
 //!    judged the same way: inconclusive with the evidence, unless forbidden
 //!    anomalies were seen;
 //! 4. a partition whose read_committed position stayed below its high-water
-//!    mark (a hanging transaction) → inconclusive, unless the expectation
-//!    wants losses (records stuck behind an open transaction are lost to
-//!    read_committed readers) and they were seen;
-//! 5. else the expectation on the counts decides pass or fail.
+//!    mark and that no open transaction the brokers named explains → inconclusive
+//!    (whose doing it is cannot be told), unless the expectation wants losses
+//!    (records stuck behind an open transaction are lost to read_committed
+//!    readers) and they were seen;
+//! 5. else the expectation on the counts decides pass or fail. A transaction
+//!    left open after a finished job is counted there, by whose it is
+//!    ([`crate::hanging`]): `hanging-transaction` (Ongoing at its coordinator:
+//!    the sink's) or `missing-marker` (finished at its coordinator, open in a
+//!    partition: the broker's); every expectation forbids both unless it names
+//!    them, so a sink's is never excused and a broker's is a finding against
+//!    Kafka unless a scenario names the known bug.
 //!
 //! An inconclusive judgement carries its [`Cause`], typed, beside the reason
 //! text; the words a person reads ([`words`]: `LOST 4002 (expected)`,
@@ -37,6 +44,7 @@ use serde::{Deserialize, Serialize};
 use sinkhole_base::rundir::ModeDir;
 use sinkhole_model::SinkMode;
 
+use crate::hanging;
 use crate::premise::{self, PremiseRecord};
 use crate::{CheckReport, Counts, Examples, UncommittedTail};
 use sinkhole_history::fault::FaultRecord;
@@ -91,7 +99,8 @@ pub enum Cause {
     FaultLate,
     /// Rule 3: a premise of the expectation did not hold.
     PremiseUnmet,
-    /// Rule 4: a transaction left open held a partition below its high-water mark.
+    /// Rule 4: a partition stayed below its high-water mark and no open transaction the
+    /// brokers named explains it (whose doing it is cannot be told).
     TransactionLeftOpen,
     /// The output was not read (no check report).
     NotChecked,
@@ -132,7 +141,7 @@ impl Cause {
             Cause::FaultUnconfirmed => "fault not confirmed",
             Cause::FaultLate => "fault fired late",
             Cause::PremiseUnmet => "premise unmet",
-            Cause::TransactionLeftOpen => "transaction left open",
+            Cause::TransactionLeftOpen => "stuck tail, holder unknown",
             Cause::NotChecked => "output not checked",
         }
     }
@@ -174,6 +183,12 @@ pub struct Verdict {
     pub counts: Counts,
     pub examples: Examples,
     pub uncommitted_tail: Vec<UncommittedTail>,
+    /// What the coordinators listed open when the check began (absent in older verdicts).
+    #[serde(default, skip_serializing_if = "end_look_empty")]
+    pub end_look: crate::EndLook,
+    /// The transactions left open after the job, and whose doing each is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hanging: Vec<hanging::Hanging>,
     pub job: JobOutcome,
     pub attempts: u32,
     pub checkpoints_completed: u64,
@@ -242,26 +257,10 @@ fn said((k, n): (CountName, u64)) -> String {
     format!("{n} {k}")
 }
 
-/// The reason's lines of its own (the table's `reason: Line` anomalies): for each one seen,
-/// its examples' sentences, after everything else the reason says.
-fn lines(report: &CheckReport) -> String {
-    lines_by(report, |k| k.shown(Renderer::Reason))
-}
-
-/// [`lines`], with each anomaly's way of showing in the reason from `show` (the table's, or a test's).
-pub(crate) fn lines_by(report: &CheckReport, show: impl Fn(CountName) -> Show) -> String {
-    let mut t = String::new();
-    for &k in CountName::ALL.iter().filter(|k| show(**k) == Show::Line && report.counts.get(**k) > 0) {
-        let examples: Vec<&str> = report.examples.get(k).iter().map(|x| x.detail.as_str()).collect();
-        if !examples.is_empty() {
-            t.push_str(&format!("; {k}: {}", examples.join("; ")));
-        }
-    }
-    t
-}
-
 /// The expectation's conditions on the counts: `clean`'s (every anomaly it forbids == 0),
-/// or those written, with == 0 for an anomaly every expectation forbids unless it names it.
+/// or those written, with == 0 for every anomaly the table forbids unless it is named (a
+/// transaction left open after a finished job stops every read_committed reader of its
+/// partitions, whatever else a scenario expects: `lost>0` from an outage says nothing of it).
 fn conditions(e: &Expectation) -> Vec<(CountName, Cmp)> {
     conditions_by(e, CountName::severity)
 }
@@ -307,7 +306,13 @@ pub fn evaluate(e: &Expectation, c: &Counts) -> (bool, String) {
         .map(|(k, cmp)| format!("expected {k} {cmp}, got {}", count_of(c, *k)))
         .collect();
     if failed.is_empty() {
-        let held: Vec<String> = conds.iter().map(|(k, cmp)| format!("{k} {cmp} ({})", count_of(c, *k))).collect();
+        // The conditions as written (those every expectation implies go without saying).
+        let named = |k: &CountName| matches!(e, Expectation::Counts(m) if m.contains_key(k));
+        let held: Vec<String> = conds
+            .iter()
+            .filter(|(k, _)| !k.severity().forbidden_unless_named() || named(k))
+            .map(|(k, cmp)| format!("{k} {cmp} ({})", count_of(c, *k)))
+            .collect();
         let what = if held.is_empty() { "no conditions".to_string() } else { held.join(", ") };
         (true, format!("as expected, {what}: {}", counts_text(c)))
     } else {
@@ -345,19 +350,6 @@ pub fn judge(
 
 /// [`judge`], with the expectation's premises as observed.
 pub fn judge_with(
-    expect: Option<&Expectation>,
-    job: &JobOutcome,
-    faults: &[FaultRecord],
-    premises: &[PremiseRecord],
-    report: Option<&CheckReport>,
-) -> Judgement {
-    let mut j = rules(expect, job, faults, premises, report);
-    j.reason.push_str(&report.map(lines).unwrap_or_default());
-    j
-}
-
-/// The rules of the module doc, in order.
-fn rules(
     expect: Option<&Expectation>,
     job: &JobOutcome,
     faults: &[FaultRecord],
@@ -459,20 +451,46 @@ fn rules(
         let cause = fault_cause(faults).unwrap_or(Cause::PremiseUnmet);
         return inconclusive(cause, format!("{f}, so the result does not show what the scenario tests ({why})"));
     }
-    // 4. A hanging transaction.
-    if !report.uncommitted_tail.is_empty() {
-        let tail = tail_text(&report.uncommitted_tail);
+    by_counts(e, met, why, report)
+}
+
+/// Rules 4 and 5, once the faults and premises did what the scenario says.
+fn by_counts(e: &Expectation, met: bool, why: String, report: &CheckReport) -> Judgement {
+    let j = |outcome, reason| Judgement { outcome, expected_met: Some(met), reason, cause: None };
+    // 4. A partition stuck below its high-water mark that no open transaction explains: whose
+    // doing it is cannot be told.
+    let unexplained: Vec<UncommittedTail> =
+        hanging::unexplained(&report.uncommitted_tail, &report.hanging).into_iter().cloned().collect();
+    if !unexplained.is_empty() {
+        let tail = tail_text(&unexplained);
         if met && wants_loss(e) {
-            return j(
-                Outcome::Pass,
-                Some(true),
-                format!("{why}; {tail}: those records are lost to read_committed readers"),
-            );
+            return j(Outcome::Pass, format!("{why}; {tail}: those records are lost to read_committed readers"));
         }
-        return inconclusive(Cause::TransactionLeftOpen, format!("{tail}; {why}"));
+        return Judgement {
+            outcome: Outcome::Inconclusive,
+            expected_met: None,
+            reason: format!("{tail}; {why}"),
+            cause: Some(Cause::TransactionLeftOpen),
+        };
     }
-    // 5. The counts decide.
-    j(if met { Outcome::Pass } else { Outcome::Fail }, Some(met), why)
+    // 5. The counts decide, the transactions left open among them, each said with whose it is.
+    let why = match open_text(&report.hanging) {
+        Some(t) => format!("{why}; {t}"),
+        None => why,
+    };
+    j(if met { Outcome::Pass } else { Outcome::Fail }, why)
+}
+
+/// The transactions left open after the job, in one clause: `transactions left open after the
+/// job: …; …`; None when there are none.
+fn open_text(h: &[hanging::Hanging]) -> Option<String> {
+    if h.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "transaction(s) left open after the job: {}",
+        h.iter().map(hanging::Hanging::describe).collect::<Vec<_>>().join("; ")
+    ))
 }
 
 fn tail_text(t: &[UncommittedTail]) -> String {
@@ -563,6 +581,10 @@ fn yes() -> bool {
     true
 }
 
+fn end_look_empty(l: &crate::EndLook) -> bool {
+    *l == crate::EndLook::default()
+}
+
 /// Everything [`build`] puts in a verdict besides the judgement.
 pub struct VerdictInput<'a> {
     pub scenario: &'a str,
@@ -596,6 +618,8 @@ pub fn build(i: VerdictInput<'_>) -> Verdict {
         counts: report.counts,
         examples: report.examples,
         uncommitted_tail: report.uncommitted_tail,
+        end_look: report.end_look,
+        hanging: report.hanging,
         job: o.job.clone(),
         attempts: o.attempts,
         checkpoints_completed: o.checkpoints_completed,
@@ -628,6 +652,7 @@ impl Verdict {
             let report = self.checked.then(|| CheckReport {
                 counts: self.counts,
                 uncommitted_tail: self.uncommitted_tail.clone(),
+                hanging: self.hanging.clone(),
                 ..CheckReport::default()
             });
             judge_with(self.expectation.as_ref(), &self.job, &self.faults, &self.premises, report.as_ref()).cause
@@ -656,7 +681,7 @@ impl Verdict {
             cause: self.cause(),
             expectation: expectation.as_deref(),
             counts: &self.counts,
-            uncommitted_tail: !self.uncommitted_tail.is_empty(),
+            uncommitted_tail: !hanging::unexplained(&self.uncommitted_tail, &self.hanging).is_empty(),
             checked: self.checked,
             end: words::End::of(&self.job),
         })

@@ -106,6 +106,11 @@ fn main() -> ExitCode {
         sinkhole_cluster::containers::export_docker_host()
     };
     cli::init_logging(cli.verbose, !matches!(cli.command, Command::Worker(_)));
+    // Before any thread: a campaign's freed memory goes back to the kernel between runs. Not in
+    // a worker, a process of one run whose allocations are the subject's hot path.
+    if !matches!(cli.command, Command::Worker(_)) {
+        sinkhole_base::memory::fix_thresholds();
+    }
     if let Err(e) = sinkhole_base::procs::install_signal_teardown() {
         eprintln!("sinkhole: cannot install the signal handlers: {e}");
         return ExitCode::from(sinkhole_rig::results::exit::RIG_FAILED);

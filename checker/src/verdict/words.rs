@@ -62,7 +62,7 @@ pub struct Facts<'a> {
     /// The expectation as written (`clean`, `lost>0`); None without one.
     pub expectation: Option<&'a str>,
     pub counts: &'a Counts,
-    /// A partition stayed below its high-water mark (counted or listed).
+    /// A partition stayed below its high-water mark that no open transaction explains.
     pub uncommitted_tail: bool,
     /// The output was drained and counted (else the counts mean nothing).
     pub checked: bool,
@@ -91,8 +91,15 @@ pub fn expectation_word(o: Outcome) -> &'static str {
 /// The table's `words` renderer, group by group (the worst first); those said without a count
 /// after the counted ones of the data, and what became of the input last.
 pub fn anomalies(c: &Counts, uncommitted_tail: bool) -> Vec<String> {
-    // A tail listed but not counted (a verdict written before the count) is said too.
-    let c = &Counts { uncommitted_tail: c.uncommitted_tail.max(u64::from(uncommitted_tail)), ..*c };
+    // A stuck partition is said by the open transaction that holds it when one is named; one
+    // no open transaction explains is said even when not counted (a verdict written before the
+    // count lists it only).
+    let said_tail = match (uncommitted_tail, c.hanging_transaction + c.missing_marker) {
+        (true, _) => c.uncommitted_tail.max(1),
+        (false, 0) => c.uncommitted_tail,
+        (false, _) => 0,
+    };
+    let c = &Counts { uncommitted_tail: said_tail, ..*c };
     let shown = |a: Anomaly| a.shown(Renderer::Words).shows(c.get(a));
     let (input, data): (Vec<Anomaly>, Vec<Anomaly>) =
         Anomaly::by_group().into_iter().filter(|a| shown(*a)).partition(|a| a.group() == Group::Input);
@@ -302,7 +309,7 @@ mod tests {
                 &lost_open,
                 true,
                 finished,
-                "LOST 4002, inconclusive — transaction left open",
+                "LOST 4002, inconclusive — stuck tail, holder unknown",
             ),
             (
                 Inconclusive,

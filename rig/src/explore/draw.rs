@@ -267,7 +267,7 @@ fn reader_faults(s: &Scenario, seed: u64, taken: &mut Vec<u64>) -> Vec<FaultSpec
 }
 
 /// Whether `base` accepts `f` as its only fault (the loader's validation).
-fn fits(base: &Scenario, f: &FaultSpec) -> bool {
+pub(crate) fn fits(base: &Scenario, f: &FaultSpec) -> bool {
     let mut s = base.clone();
     s.faults = vec![f.clone()];
     s.schedule = None;
@@ -323,7 +323,7 @@ fn at_ms(f: &FaultSpec) -> u64 {
 }
 
 /// The checkpoint the coordinator triggers nearest job time `t` (from 1).
-fn checkpoint_near(s: &Scenario, t: u64) -> u64 {
+pub(crate) fn checkpoint_near(s: &Scenario, t: u64) -> u64 {
     (t / s.job.checkpoint_interval_ms.max(1)).max(1)
 }
 

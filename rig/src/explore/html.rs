@@ -2,8 +2,10 @@
 //! written beside `explore.json` after every run. What a person opens in the morning: the
 //! budget and why the campaign stopped, the findings (each with its file, its seed and the
 //! command that replays it), the coverage as a grid fault kind × trigger kind (runs with a
-//! finding over runs with that kind at that trigger, the cells with a finding marked), then
-//! every run with its schedule and each mode's verdict in words.
+//! finding over runs with that kind at that trigger, the cells with a finding marked), the
+//! protocol states (each with the runs that reached it, the runs aimed at it, and the states
+//! never reached set apart), then every run with its schedule, the state it was aimed at, the
+//! states it reached and each mode's verdict in words.
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -69,6 +71,7 @@ pub fn render_html(e: &Explored) -> String {
     findings(&mut h, e);
     detection(&mut h, e);
     coverage(&mut h, e);
+    states(&mut h, e);
     runs(&mut h, e);
     h.push_str("</body></html>\n");
     h
@@ -152,8 +155,42 @@ fn coverage(h: &mut String, e: &Explored) {
     h.push_str("</table>\n");
 }
 
+/// Every protocol state: reached (with a finding marked) or never reached, and how often the
+/// campaign aimed at it.
+fn states(h: &mut String, e: &Explored) {
+    h.push_str(
+        "<h2>Protocol states</h2>\n<p class=\"meta\">runs with a finding / runs where a mode reached the state; \
+         a state never reached is one no bug needing it could have shown in</p>\n",
+    );
+    if e.states.is_empty() {
+        h.push_str("<p>None recorded.</p>\n");
+        return;
+    }
+    let never = e.states.iter().filter(|c| c.runs == 0).count();
+    let _ =
+        writeln!(h, "<p>{} of {} states reached, {never} never reached.</p>", e.states.len() - never, e.states.len());
+    h.push_str("<table><tr><th>state</th><th>runs</th><th>aimed at in</th><th>reached when</th></tr>\n");
+    for c in &e.states {
+        let (class, runs) = match (c.runs, c.hits) {
+            (0, _) => ("none", "never reached".to_string()),
+            (r, 0) => ("tried", format!("0/{r}")),
+            (r, k) => ("hit", format!("{k}/{r}")),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><th><code>{}</code></th><td class=\"{class}\">{runs}</td><td>{}</td><td>{}</td></tr>",
+            esc(c.state.name()),
+            c.aimed,
+            esc(c.state.when())
+        );
+    }
+    h.push_str("</table>\n");
+}
+
 fn runs(h: &mut String, e: &Explored) {
-    h.push_str("<h2>Runs</h2>\n<table><tr><th>run</th><th>seed</th><th>schedule</th><th>verdicts</th></tr>\n");
+    h.push_str(
+        "<h2>Runs</h2>\n<table><tr><th>run</th><th>seed</th><th>schedule</th><th>states reached</th><th>verdicts</th></tr>\n",
+    );
     for r in &e.runs {
         let verdicts = match &r.error {
             Some(err) => format!("<span class=\"error\">rig error: {}</span>", esc(err)),
@@ -169,15 +206,23 @@ fn runs(h: &mut String, e: &Explored) {
             (0, 0) => String::new(),
             (a, b) => format!(" <small>({a} refused, {b} spaced)</small>"),
         };
+        let aimed = match r.aimed_at {
+            Some(s) => {
+                format!("<br><small>aimed at <code>{}</code> ({} drawn left out)</small>", esc(s.name()), r.cleared)
+            }
+            None => String::new(),
+        };
+        let states: Vec<String> = r.states().iter().map(|s| esc(s.name())).collect();
         let run = match &r.dir {
             Some(d) => format!("<a href=\"{}\">{}</a>", esc(&rel_link(&e.dir, &RunDir::at(d).report())), r.i),
             None => r.i.to_string(),
         };
         let _ = writeln!(
             h,
-            "<tr><td>{run}</td><td>{}</td><td><code>{}</code>{left_out}</td><td>{verdicts}</td></tr>",
+            "<tr><td>{run}</td><td>{}</td><td><code>{}</code>{left_out}{aimed}</td><td><small>{}</small></td><td>{verdicts}</td></tr>",
             r.seed,
-            esc(&schedule)
+            esc(&schedule),
+            states.join(", ")
         );
     }
     h.push_str("</table>\n");

@@ -8,12 +8,14 @@
 //! ordered by seed and numbered again. A signature found on two hosts is one finding: the one
 //! found first (its own campaign time: the shards run at once) is kept, with every run that
 //! showed it on any host; the findings are numbered again in the order they were found. Their
-//! files stay where their shard saved them. Coverage, inconclusive and rig-error counts add up;
+//! files stay where their shard saved them. Coverage of faults and of protocol states, inconclusive
+//! and rig-error counts add up;
 //! the detection of each mode is its earliest finding on any host.
 use std::path::{Path, PathBuf};
 
 use super::findings::{Coverage, Finding};
 use super::report::{self, Explored, Stop};
+use super::states::StateCoverage;
 use super::JSON_FILE;
 
 /// A shard's `explore.json`, read.
@@ -104,6 +106,9 @@ pub fn merge(shards: &[Explored], out: &Path) -> Result<Explored, Vec<String>> {
     }
 
     let coverage = Coverage::of_cells(&shards.iter().flat_map(|s| s.coverage.iter().cloned()).collect::<Vec<_>>());
+    // Shards written before states were kept have none: the merge says nothing of them either.
+    let states = StateCoverage::of_cells(&shards.iter().flat_map(|s| s.states.iter().cloned()).collect::<Vec<_>>());
+    let states = if shards.iter().all(|s| s.states.is_empty()) { Vec::new() } else { states.cells() };
     let modes: Vec<sinkhole_model::SinkMode> =
         first.modes.iter().filter_map(|m| sinkhole_model::SinkMode::parse(m)).collect();
     let stops: Vec<Stop> = shards.iter().map(|s| s.stop).collect();
@@ -138,6 +143,7 @@ pub fn merge(shards: &[Explored], out: &Path) -> Result<Explored, Vec<String>> {
         findings,
         coverage: coverage.cells(),
         coverage_text: coverage.render(),
+        states,
         runs,
     })
 }

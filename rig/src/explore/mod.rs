@@ -12,7 +12,9 @@
 //! scenario's expectation. A mode that fails its expectation is a finding:
 //! the fault list is shrunk by `sinkhole shrink`'s search (a few runs), saved
 //! as `found/NN-<anomaly>.yaml` with its seed, and told apart from the
-//! findings before it by its signature ([`findings`]). An inconclusive mode
+//! findings before it by its signature ([`findings`]). Each mode's history says which protocol
+//! states the run put it in ([`states`]); while some state the scenario can host was never
+//! reached, about half the runs are aimed at one ([`aim`]). An inconclusive mode
 //! is the rig's own distortion (a fault that did not take effect, a late
 //! fault, an unmet premise), never a finding: those are counted apart.
 //!
@@ -25,11 +27,13 @@
 //! directory, and the shrinks' runs under each failing one), `schedules/`
 //! (the scenario of each run, as it ran), `found/`, `explore.log` (the runs'
 //! own progress lines), `explore.json` ([`report`]) and `explore.html` ([`html`]).
+pub mod aim;
 pub mod draw;
 pub mod findings;
 pub mod html;
 pub mod merge;
 pub mod report;
+pub mod states;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -210,11 +214,14 @@ struct Campaign {
     /// shows one again is the same finding, not worth a shrink.
     raw: Vec<(Signature, usize)>,
     coverage: findings::Coverage,
+    states: states::StateCoverage,
+    aims: aim::Aims,
     stop: Stop,
 }
 
 impl Campaign {
     fn new(args: ExploreArgs, checked: Checked, dir: PathBuf, first_seed: u64) -> Campaign {
+        let aims = aim::Aims::new(&checked.scenario, &checked.modes);
         Campaign {
             args,
             checked,
@@ -226,6 +233,8 @@ impl Campaign {
             findings: Findings::default(),
             raw: Vec::new(),
             coverage: findings::Coverage::default(),
+            states: states::StateCoverage::default(),
+            aims,
             stop: Stop::Runs,
         }
     }
@@ -281,12 +290,15 @@ impl Campaign {
     /// Run `i`: draw, write, run, judge each mode, keep the findings.
     async fn one_run(&mut self, i: u32) -> Result<(), RunError> {
         let seed = self.args.seed_of(self.first_seed, i);
-        let drawn = draw::draw(&self.checked.scenario, seed, draw::Outages::for_modes(&self.checked.modes));
+        let (drawn, aim) = self.aims.draw(&self.checked.scenario, seed, &self.states.reached());
         let file = self.dir.join("schedules").join(format!("run-{:03}.yaml", i + 1));
         let mut s = self.checked.scenario.clone();
         s.faults = drawn.faults.clone();
         s.schedule = None;
-        let header = vec![
+        if let Some(a) = &aim {
+            a.needs.apply(&mut s.job);
+        }
+        let mut header = vec![
             format!(
                 "exploration run {} of {}, seed {seed}: {} drawn faults",
                 i + 1,
@@ -295,6 +307,7 @@ impl Campaign {
             ),
             format!("replay: sinkhole run {} --seed {seed}", file.display()),
         ];
+        header.extend(aim.as_ref().map(|a| format!("aimed at {} (checkpoint {})", a.state, a.checkpoint)));
         std::fs::write(&file, shrink::scenario_yaml(&s, &header)?)
             .with_context(|| format!("writing {}", file.display()))?;
         let rargs = RunArgs {
@@ -305,7 +318,7 @@ impl Campaign {
             drop_data: !self.args.keep_data,
             ..RunArgs::default()
         };
-        let mut row = RunRow::new(i + 1, seed, &drawn);
+        let mut row = RunRow::new(i + 1, seed, &drawn).aimed(aim.as_ref());
         match run::run_on(&rargs, None, None).await {
             Ok(sum) => {
                 // When the run ended: each of its findings' detection time (shrinks not counted).
@@ -317,6 +330,7 @@ impl Campaign {
             Err(RunError::BadInput(e) | RunError::Failed(e)) => row.error = Some(format!("{e:#}")),
         }
         self.coverage.add(&drawn.faults, !row.findings.is_empty());
+        self.states.add(&row.reached_by_mode(), row.aimed_at);
         // The run's memory is free now: handed back, what stays resident is what the campaign holds.
         sinkhole_base::memory::release_freed();
         row.rss_bytes = sinkhole_base::memory::rss_bytes();
@@ -337,8 +351,18 @@ impl Campaign {
     ) -> Result<(), RunError> {
         row.run_id = Some(sum.run_id.clone());
         row.dir = Some(sum.dir.clone());
+        let timeout_ms = sinkhole_scenario::Timing::of(&self.checked.scenario).transaction_timeout_ms();
         for m in &sum.modes {
-            row.modes.push(report::ModeRow { mode: m.mode.name().to_string(), outcome: m.outcome, words: m.words() });
+            let states = states::of_mode(&sum.dir, m.mode, timeout_ms).unwrap_or_else(|e| {
+                say(&format!("run {}: the states {} reached are not known: {e}", row.i, m.mode));
+                Vec::new()
+            });
+            row.modes.push(report::ModeRow {
+                mode: m.mode.name().to_string(),
+                outcome: m.outcome,
+                words: m.words(),
+                states,
+            });
             if m.outcome == Outcome::Fail {
                 let n = self.finding(sum, m, faults, ended_ms).await?;
                 row.findings.push(n);
@@ -463,13 +487,14 @@ impl Campaign {
             row.modes.iter().map(|m| format!("{} {}", m.mode, m.words)).collect::<Vec<_>>().join("; ")
         };
         format!(
-            "run {}/{} [{}] seed {}: {} fault(s) → {}; findings so far {}, inconclusive {}{}",
+            "run {}/{} [{}] seed {}: {} fault(s) → {}{}; findings so far {}, inconclusive {}{}",
             row.i,
             self.args.runs,
             crate::matrix::human_duration(self.t0.elapsed().as_millis() as u64),
             row.seed,
             row.faults,
             verdicts,
+            row.aim_words(),
             self.findings.list.len(),
             self.rows.iter().chain([row]).map(RunRow::inconclusive).sum::<usize>(),
             match (row.rss_bytes, row.heap_bytes) {
@@ -503,6 +528,7 @@ impl Campaign {
             detection: self.detection(),
             coverage: self.coverage.cells(),
             coverage_text: self.coverage.render(),
+            states: self.states.cells(),
             runs: self.rows.clone(),
         }
     }

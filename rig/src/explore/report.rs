@@ -1,13 +1,17 @@
 //! What an exploration leaves: `explore.json` and the table printed at its
 //! end. The JSON is for tools (and `sinkhole serve`'s file view); the table
-//! is what a person reads in the morning: the findings, then the coverage.
+//! is what a person reads in the morning: the findings, then the coverage of
+//! faults and of protocol states, the states never reached named.
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use sinkhole_checker::reached::State;
 use sinkhole_checker::verdict::Outcome;
 
+use super::aim::Aim;
 use super::draw::Drawn;
 use super::findings::{Cell, Finding};
+use super::states::{StateCell, StateCoverage};
 
 /// Why the campaign stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +91,9 @@ pub struct ModeRow {
     pub mode: String,
     pub outcome: Outcome,
     pub words: String,
+    /// The protocol states its history shows (`sinkhole_checker::reached`), in the table's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<State>,
 }
 
 /// One run of the campaign.
@@ -103,6 +110,12 @@ pub struct RunRow {
     pub spaced: usize,
     /// `kind@trigger` of each fault, in order.
     pub schedule: Vec<String>,
+    /// The protocol state the run was aimed at ([`super::aim`]), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aimed_at: Option<State>,
+    /// Drawn faults left out to make room for the aimed ones.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cleared: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +149,8 @@ impl RunRow {
                 .iter()
                 .map(|f| format!("{}@{}", f.kind.name(), super::draw::trigger_kind(&f.when)))
                 .collect(),
+            aimed_at: None,
+            cleared: 0,
             run_id: None,
             dir: None,
             modes: Vec::new(),
@@ -143,6 +158,33 @@ impl RunRow {
             error: None,
             rss_bytes: None,
             heap_bytes: None,
+        }
+    }
+
+    /// The row of a run aimed at `aim`'s state (or not aimed).
+    pub fn aimed(mut self, aim: Option<&Aim>) -> RunRow {
+        self.aimed_at = aim.map(|a| a.state);
+        self.cleared = aim.map_or(0, |a| a.cleared);
+        self
+    }
+
+    /// The states some mode of the run reached, in the table's order.
+    pub fn states(&self) -> Vec<State> {
+        let all: std::collections::BTreeSet<State> = self.modes.iter().flat_map(|m| m.states.iter().copied()).collect();
+        all.into_iter().collect()
+    }
+
+    /// Each mode's states, and whether it failed its expectation (a finding).
+    pub fn reached_by_mode(&self) -> Vec<(&[State], bool)> {
+        self.modes.iter().map(|m| (&m.states[..], m.outcome == Outcome::Fail)).collect()
+    }
+
+    /// `; aimed at restore-pending-2: reached` for an aimed run, else nothing.
+    pub fn aim_words(&self) -> String {
+        match self.aimed_at {
+            Some(s) if self.states().contains(&s) => format!("; aimed at {s}: reached"),
+            Some(s) => format!("; aimed at {s}: not reached"),
+            None => String::new(),
         }
     }
 
@@ -196,7 +238,15 @@ pub struct Explored {
     pub coverage: Vec<Cell>,
     /// The same, as the printed table.
     pub coverage_text: String,
+    /// Every protocol state: runs that reached it, of those the runs with a finding in a mode
+    /// that reached it, and the runs aimed at it (runs 0: never reached).
+    #[serde(default)]
+    pub states: Vec<StateCell>,
     pub runs: Vec<RunRow>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The table printed at the end.
@@ -250,6 +300,10 @@ pub fn render(e: &Explored) -> String {
     if !e.coverage.is_empty() {
         out.push_str("\ncoverage: runs with a finding / runs with the fault kind at that trigger\n");
         out.push_str(&e.coverage_text);
+    }
+    if !e.states.is_empty() {
+        out.push_str("\nprotocol states: runs with a finding / runs that reached the state\n");
+        out.push_str(&StateCoverage::of_cells(&e.states).render());
     }
     if let Some(m) = memory_line(e) {
         out.push_str(&format!("\n{m}\n"));

@@ -6,20 +6,22 @@ use sinkhole_scenario::{FaultKind, FaultSpec, Scenario, When};
 
 use super::draw::{checkpoint_of, draw, schedule_of, trigger_kind, Outages};
 use super::findings::{file_name, Coverage, Findings, Signature};
+use super::states::StateCoverage;
 use super::{check, check_scenario, ExploreArgs};
+use sinkhole_checker::reached::State;
 
-fn scenario(text: &str) -> Scenario {
+pub(crate) fn scenario(text: &str) -> Scenario {
     sinkhole_scenario::from_str(text, "s.yaml").unwrap_or_else(|e| panic!("{}", e.render()))
 }
 
 /// One broker, two subtasks, 40 s of records at 1 s checkpoints, the proxy allowed.
-const ONE_BROKER: &str = "name: s\ncluster: {brokers: 1, kafka: 4.4.0}\ntopic: {partitions: 3}\n\
+pub(crate) const ONE_BROKER: &str = "name: s\ncluster: {brokers: 1, kafka: 4.4.0}\ntopic: {partitions: 3}\n\
     job: {parallelism: 2, records_per_subtask: 40000, rate_per_subtask: 1000, checkpoint_interval_ms: 1000, \
     transaction_timeout_ms: 60000, restart_delay_ms: 300}\nmodes: [legacy, twopc-inject, at-least-once]\n\
     faults:\n  - {kind: kill-workers, target: [0], when: {at_ms: 2500}}\n\
     expect: {legacy: clean, twopc-inject: clean}\n";
 
-const THREE_BROKERS: &str = "name: s\ncluster: {brokers: 3, kafka: 4.4.0}\n\
+pub(crate) const THREE_BROKERS: &str = "name: s\ncluster: {brokers: 3, kafka: 4.4.0}\n\
     topic: {partitions: 3, replication_factor: 3, min_insync_replicas: 2}\n\
     job: {parallelism: 3, records_per_subtask: 60000, rate_per_subtask: 1000, checkpoint_interval_ms: 1000, \
     transaction_timeout_ms: 60000, restart_delay_ms: 300}\nmodes: [legacy]\nexpect: {legacy: clean}\n";
@@ -342,6 +344,8 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     let sig = Signature::of("legacy", "lost", &k);
     let mut cov = Coverage::default();
     cov.add(&k, true);
+    let mut states = StateCoverage::default();
+    states.add(&[(&[State::RestorePending1, State::FencedOnRestore], true)], Some(State::RestorePending2));
     let e = Explored {
         scenario: "s".into(),
         source: "s.yaml".into(),
@@ -367,6 +371,7 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         ),
         coverage: cov.cells(),
         coverage_text: cov.render(),
+        states: states.cells(),
         runs: vec![RunRow {
             i: 1,
             seed: 8,
@@ -374,12 +379,15 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
             refused: 0,
             spaced: 1,
             schedule: vec!["kill-workers@checkpoint_persisted".into()],
+            aimed_at: Some(State::RestorePending2),
+            cleared: 2,
             run_id: Some("s-1-8".into()),
             dir: Some("results/explore-x/runs/s-1-8".into()),
             modes: vec![ModeRow {
                 mode: "legacy".into(),
                 outcome: Outcome::Fail,
                 words: "LOST 3 — expected <clean>".into(),
+                states: vec![State::RestorePending1, State::FencedOnRestore],
             }],
             findings: vec![1],
             error: None,
@@ -402,6 +410,12 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         t.contains("memory between runs: 41 MB at the start, 63 MB after run 1 (20 MB in use), 63 MB after run 1 (20 MB in use) (at most 63 MB)"),
         "{t}"
     );
+    // The protocol states: each reached with its runs, the ones never reached named.
+    assert!(t.contains("\nprotocol states: runs with a finding / runs that reached the state\n"), "{t}");
+    assert!(t.lines().any(|l| l.trim_start().starts_with("restore-pending-1") && l.ends_with(" 1/1")), "{t}");
+    let never = t.lines().find(|l| l.contains("never reached (18 of 20): ")).unwrap_or_else(|| panic!("{t}"));
+    assert!(never.contains("restore-fresh, restore-pending-0, restore-pending-2 (aimed at in 1),"), "{never}");
+    assert!(!never.contains("restore-pending-1,") && !never.contains("fenced-on-restore"), "{never}");
 
     // explore.html: the same findings with their replay, the grid with the hit marked, each run
     // with its verdicts in words and a link to its report; user text escaped.
@@ -418,6 +432,15 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(h.contains("<td>twopc-inject</td><td class=\"none\">no finding in 2 run(s)</td>"), "{h}");
     assert!(h.contains("memory between runs: 41 MB at the start"), "{h}");
     assert!(h.contains("legacy: <span class=\"fail\">LOST 3 — expected &lt;clean&gt;</span>"), "{h}");
+    // The states: reached with a finding marked, never reached set apart, the aim on the run.
+    assert!(h.contains("<h2>Protocol states</h2>") && h.contains("2 of 20 states reached, 18 never reached"), "{h}");
+    assert!(h.contains("<tr><th><code>restore-pending-1</code></th><td class=\"hit\">1/1</td><td>0</td>"), "{h}");
+    assert!(
+        h.contains("<tr><th><code>restore-pending-2</code></th><td class=\"none\">never reached</td><td>1</td>"),
+        "{h}"
+    );
+    assert!(h.contains("aimed at <code>restore-pending-2</code> (2 drawn left out)"), "{h}");
+    assert!(h.contains("<td><small>restore-pending-1, fenced-on-restore</small></td>"), "{h}");
     assert!(!h.contains("<clean>"), "escaped");
 }
 
@@ -552,12 +575,15 @@ fn a_shard_takes_every_nth_seed_and_needs_a_first_seed() {
 fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings::Finding>) -> super::report::Explored {
     use super::report::{Explored, RunRow, Stop};
     let mut cov = Coverage::default();
+    let mut states = StateCoverage::default();
     let kill = [fault("{kind: kill-workers, target: [0], when: {checkpoint_persisted: 4}}")];
     let rows: Vec<RunRow> = runs
         .iter()
         .enumerate()
         .map(|(i, (seed, f))| {
             cov.add(&kill, !f.is_empty());
+            // Every run restores one committable; each shard's first is aimed at a fresh restore.
+            states.add(&[(&[State::RestorePending1], !f.is_empty())], (i == 0).then_some(State::RestoreFresh));
             RunRow {
                 i: i as u32 + 1,
                 seed: *seed,
@@ -565,6 +591,8 @@ fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings:
                 refused: 0,
                 spaced: 0,
                 schedule: vec!["kill-workers@checkpoint_persisted".into()],
+                aimed_at: None,
+                cleared: 0,
                 run_id: Some(format!("s-{seed}")),
                 dir: None,
                 modes: vec![],
@@ -596,6 +624,7 @@ fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings:
         findings,
         coverage: cov.cells(),
         coverage_text: cov.render(),
+        states: states.cells(),
         runs: rows,
     }
 }
@@ -650,6 +679,10 @@ fn merged_shards_keep_each_signature_once_the_earliest_with_every_hosts_runs() {
         }]
     );
     assert_eq!((m.runs_done, m.inconclusive, m.wall_ms, m.merged_from.len()), (5, 3, 600_002, 2));
+    // The states add up as the faults do: every state listed, the aims of both shards counted.
+    let cell = |s: State| m.states.iter().find(|c| c.state == s).map(|c| (c.runs, c.hits, c.aimed));
+    assert_eq!(m.states.len(), State::ALL.len());
+    assert_eq!((cell(State::RestorePending1), cell(State::RestoreFresh)), (Some((5, 4, 0)), Some((0, 0, 2))));
     let d: Vec<(String, Option<(usize, u64)>)> =
         m.detection.iter().map(|d| (d.mode.clone(), d.first.as_ref().map(|x| (x.finding, x.at_ms)))).collect();
     assert_eq!(

@@ -91,6 +91,10 @@ pub fn recheck_mode(run_dir: &RunDir, dir: &ModeDir, warn: &mut dyn FnMut(&str))
         let stored =
             Stored { run_id: &v.run_id, expected_records: v.counts.expected, uncommitted_tail: &v.uncommitted_tail };
         let mut r = offline::recount(run_dir, dir, &stored, warn).map_err(RecheckError::BadInput)?;
+        // The brokers' looks were taken during the check: what they said is what the run left,
+        // and whose doing an open transaction is follows from them and the history again.
+        r.report.adopt_looks(&v.end_look, &v.uncommitted_tail);
+        r.report.judge_open_transactions(&r.events);
         v.history = r.history;
         v.drained = r.drained;
         // A share group's counts are the group's, kept in its view: the output alone has none.
@@ -118,6 +122,8 @@ pub fn recheck_mode(run_dir: &RunDir, dir: &ModeDir, warn: &mut dyn FnMut(&str))
         v.counts = r.counts;
         v.examples = r.examples;
         v.uncommitted_tail = r.uncommitted_tail;
+        v.end_look = r.end_look;
+        v.hanging = r.hanging;
     }
     v.reword();
     verdict::write(dir, &v).with_context(|| format!("writing {}", vpath.display()))?;

@@ -263,6 +263,7 @@ async fn judge(
             history: Some(outcome.history.clone()),
             dir: dir.clone(),
             timeout: plan.timing.drain_timeout(),
+            tid_prefix: mode.transactional().then(|| plan.tid_prefix(mode)),
         };
         let (report, events) = sinkhole_checker::check_mode_keeping_history(&spec)
             .await

@@ -48,13 +48,10 @@ impl Tidied {
     }
 }
 
-/// The ids among `listed` that belong to the run: those under one of its modes' prefixes.
+/// The ids among `listed` that belong to the run: those under one of its modes' prefixes
+/// (the checker's rule, [`sinkhole_checker::open_txn::is_own`]).
 pub fn own<'a>(listed: &'a [String], prefixes: &[String]) -> Vec<&'a String> {
-    // A prefix is `sinkhole-<short id>-<mode slug>`; the ids under it go on with `-<subtask>…`.
-    listed
-        .iter()
-        .filter(|t| prefixes.iter().any(|p| t.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with('-'))))
-        .collect()
+    listed.iter().filter(|t| prefixes.iter().any(|p| sinkhole_checker::open_txn::is_own(t, p))).collect()
 }
 
 /// Aborts every Ongoing transaction under `prefixes` at `bootstrap`. A cluster that

@@ -88,9 +88,9 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
 
         // Left open on partition 2: the last stable offset stays below the
         // high-water mark; this record (a third duplicate) must not be counted.
-        let c = producer(&b2, "it-c");
+        let c = producer(&b2, "it-0-3");
         c.begin_transaction().unwrap();
-        send(&c, 2, &record::value(RUN, 0, 5), "it-c");
+        send(&c, 2, &record::value(RUN, 0, 5), "it-0-3");
         c.flush(Duration::from_secs(30)).unwrap();
         c
     })
@@ -137,6 +137,7 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
         history: Some(history),
         dir: ModeDir::at(&dir),
         timeout: Duration::from_secs(6),
+        tid_prefix: Some("it".into()),
     };
     let t0 = Instant::now();
     let r = sinkhole_checker::check_mode(&spec).await.expect("check");
@@ -155,6 +156,7 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
             unexpected: 1,
             nonmonotonic: 2,
             uncommitted_tail: 1,
+            hanging_transaction: 1,
             ..Counts::default()
         }
     );
@@ -168,7 +170,7 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
     assert_eq!(r.examples.duplicated.len(), 2);
     assert_eq!(r.examples.duplicated[0].transactional_id.as_deref(), Some("it-a"));
     // Partitions 0 and 1 were read up to their high-water marks, past the
-    // aborted batches and their markers; partition 2 is held by it-c.
+    // aborted batches and their markers; partition 2 is held by it-0-3.
     for p in &r.partitions[..2] {
         assert!(p.complete(), "{p:?}");
     }
@@ -179,20 +181,38 @@ async fn committed_aborted_duplicated_foreign_and_an_open_transaction() {
         UncommittedTail { open: vec![], ..tail.clone() },
         UncommittedTail { partition: 2, position: p2.position, high_watermark: p2.high_watermark, open: vec![] }
     );
-    // The brokers name what holds it: it-c, still Ongoing (not a hanging one).
+    // The brokers name what holds it: it-0-3, still Ongoing at its coordinator.
     assert_eq!(tail.open.len(), 1, "{tail:?}");
-    assert_eq!(tail.open[0].transactional_id.as_deref(), Some("it-c"), "{tail:?}");
+    assert_eq!(tail.open[0].transactional_id.as_deref(), Some("it-0-3"), "{tail:?}");
     assert_eq!((tail.open[0].coordinator_state.as_deref(), tail.open[0].hanging), (Some("Ongoing"), false));
     assert!(p2.position < p2.high_watermark);
+    // The look before the drain listed it open, under the prefix, with its partition; nothing
+    // ended it, so it is the sink's: counted, and the tail it holds is explained.
+    assert!(r.end_look.taken && r.end_look.error.is_none(), "{:?}", r.end_look);
+    let listed: Vec<(&str, &str, &[i32])> = r
+        .end_look
+        .transactions
+        .iter()
+        .map(|t| (t.transactional_id.as_str(), t.state.as_str(), t.partitions.as_slice()))
+        .collect();
+    assert_eq!(listed, [("it-0-3", "Ongoing", &[2][..])]);
+    assert_eq!(r.hanging.len(), 1, "{:?}", r.hanging);
+    assert_eq!(r.hanging[0].whose, sinkhole_checker::hanging::Whose::Sink);
+    assert_eq!(r.hanging[0].stuck, [(2, p2.position)]);
+    assert!(r.hanging[0].describe().contains("no transaction under this id is in the history"));
     // read_committed saw 18 distinct + 2 duplicates + 1 foreign record
     assert_eq!(r.records_read, 21);
     let saved = store::read(&dir.join(store::FILE_NAME)).expect("drained.bin");
     assert_eq!(saved.len(), 21);
     assert!(saved.iter().all(|s| s.tid.as_deref() == Some("it-a")));
 
-    // Offline re-check from the saved drain gives the same counts.
-    let again = sinkhole_checker::recheck(&ModeDir::at(&dir), &spec.expected, spec.history.as_deref()).unwrap();
+    // Offline re-check from the saved drain, with the brokers' looks the check stored, gives the
+    // same counts.
+    let mut again = sinkhole_checker::recheck(&ModeDir::at(&dir), &spec.expected, spec.history.as_deref()).unwrap();
+    again.adopt_looks(&r.end_look, &r.uncommitted_tail);
+    again.judge_open_transactions(&sinkhole_history::read(spec.history.as_ref().unwrap()).unwrap().events);
     assert_eq!(again.counts, r.counts);
+    assert_eq!(again.hanging, r.hanging);
 
     cluster.teardown();
     let _ = std::fs::remove_dir_all(&dir);

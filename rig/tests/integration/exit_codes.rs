@@ -97,7 +97,7 @@ fn judged_exit_codes_through_check() {
     let row = &read_json(&inconclusive.join("summary.json"))["modes"][0];
     assert_eq!(row["outcome"], "inconclusive");
     assert_eq!(row["inconclusive_cause"], "transaction-left-open");
-    assert_eq!(row["words"], "LOST 306, inconclusive — transaction left open", "the lost records first");
+    assert_eq!(row["words"], "LOST 306, inconclusive — stuck tail, holder unknown", "the lost records first");
     let verdict = read_json(&inconclusive.join("legacy").join("verdict.json"));
     assert_eq!((&verdict["words"], &verdict["inconclusive_cause"]), (&row["words"], &row["inconclusive_cause"]));
     let o = check(&inconclusive, &["--fail-on-inconclusive"]);

@@ -2,15 +2,19 @@
 //! seed whose schedule restores the job, under the mutant that rewinds one record too far,
 //! so the run must be a finding: saved as found/01-lost.yaml with its seed, in explore.json
 //! with its signature and in explore.html, the schedule the binary ran the one the library
-//! draws for that seed, and the run's brokers' log segments removed with its cluster.
+//! draws (and aims) for that seed, the protocol states its history shows in its row and in
+//! the campaign's coverage of states, and the run's brokers' log segments removed with its
+//! cluster.
 use crate::common;
 
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use sinkhole_rig::explore::draw::{draw, Outages};
-use sinkhole_scenario::{Family, FaultKind};
+use sinkhole_checker::reached::State;
+use sinkhole_model::SinkMode;
+use sinkhole_rig::explore::aim::Aims;
+use sinkhole_scenario::Family;
 
 #[test]
 fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
@@ -18,16 +22,20 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     common::dist("4.4.0");
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/explore-tiny.yaml");
     let s = sinkhole_scenario::load(&file).unwrap_or_else(|e| panic!("{}", e.render()));
-    // A seed whose faults restore the job (a worker kill, an outage or a coordinator crash)
-    // and touch no broker (a broker's restart is slow next to a six-second job).
-    let restores =
-        |k: FaultKind| matches!(k, FaultKind::KillWorkers | FaultKind::JobOutage | FaultKind::CoordinatorCrash);
+    // The campaign's first run: nothing reached yet, so the seed may aim it. A seed aimed at a
+    // restore of one pending committable (a kill in a checkpoint's persist→notify window, so
+    // the restore is from a checkpoint the mutant rewinds past) whose faults touch no broker (a
+    // broker's restart is slow next to a six-second job).
+    let mode = SinkMode::parse("legacy~restore-off-by-one").unwrap();
+    let aims = Aims::new(&s, &[mode]);
+    let drawn = |seed: u64| aims.draw(&s, seed, &Default::default());
     let seed = (0..200)
         .find(|seed| {
-            let f = draw(&s, *seed, Outages::Short).faults;
-            f.iter().any(|f| restores(f.kind.kind())) && f.iter().all(|f| f.kind.kind().family() != Family::Brokers)
+            let (d, aim) = drawn(*seed);
+            aim.is_some_and(|a| a.state == State::RestorePending1)
+                && d.faults.iter().all(|f| f.kind.kind().family() != Family::Brokers)
         })
-        .expect("a seed that restores the job");
+        .expect("a seed aimed at restore-pending-1");
     let results = common::test_dir("explore");
     let out = Command::new(common::bin())
         .arg("explore")
@@ -59,9 +67,28 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert_eq!(saved.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy~restore-off-by-one"]);
     // The binary ran what the library draws for the seed.
     let ran = sinkhole_scenario::load(&dir.join("schedules/run-001.yaml")).unwrap_or_else(|e| panic!("{}", e.render()));
-    assert_eq!(ran.faults, draw(&s, seed, Outages::Short).faults);
+    let (d, aim) = drawn(seed);
+    assert_eq!(ran.faults, d.faults);
     assert_eq!(saved.faults, ran.faults, "not shrunk: the run's faults");
     assert!(e["coverage"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["hits"] == c["runs"])), "{e}");
+    // The aim and the states the restored mode reached, in its row and in the campaign's
+    // cells (every state listed, the run's with one run and one hit).
+    let row = &e["runs"][0];
+    assert_eq!(
+        (row["aimed_at"].as_str(), aim.map(|a| a.state)),
+        (Some("restore-pending-1"), Some(State::RestorePending1))
+    );
+    let reached: Vec<&str> = row["modes"][0]["states"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    assert!(reached.contains(&"restore-pending-1"), "{reached:?}");
+    assert!(stderr.contains("aimed at restore-pending-1: reached"), "{stderr}");
+    let cells = e["states"].as_array().unwrap();
+    assert_eq!(cells.len(), State::ALL.len(), "{e}");
+    for c in cells {
+        let name = c["state"].as_str().unwrap();
+        let runs = u64::from(reached.contains(&name));
+        assert_eq!((c["runs"].as_u64(), c["hits"].as_u64()), (Some(runs), Some(runs)), "{c}");
+    }
+    assert!(stdout.contains("protocol states: ") && stdout.contains("never reached ("), "{stdout}");
     // The detection: the mutant found in run 1, no later than the campaign's end; the memory
     // the campaign held after the run, freed memory handed back.
     let d = &e["detection"][0];

@@ -143,6 +143,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
         history: Some(outcome.history.clone()),
         dir: ModeDir::at(&mode_dir),
         timeout: Duration::from_secs(60),
+        tid_prefix: None,
     })
     .await
     .expect("check");

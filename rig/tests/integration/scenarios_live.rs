@@ -9,7 +9,11 @@
 //! - flip319-short-outage: the same outage below the transaction timeout
 //!   leaves every transactional mode clean;
 //! - kill-restore: kills, pauses and a coordinator restart: the two-phase
-//!   modes are clean, at-least-once shows duplicates.
+//!   modes are clean, at-least-once shows duplicates;
+//! - concurrent-checkpoints: a restore with two committables per subtask; the
+//!   faithful modes are clean, and `twopc-inject~forget-restored`, whose restore
+//!   commits only the oldest, fails with the prepared transaction it left open
+//!   named as its own (a hanging transaction, not an inconclusive tail).
 use crate::common;
 
 use std::path::{Path, PathBuf};
@@ -178,4 +182,33 @@ fn kill_restore_two_phase_clean_at_least_once_duplicates() {
         assert!(r.verdict(mode)["attempts"].as_u64().unwrap() >= 2, "{mode} never restored");
     }
     assert_eq!(r.exit, Some(0));
+}
+
+#[test]
+fn concurrent_checkpoints_a_forgotten_restored_committable_is_the_sinks_hanging_transaction() {
+    let _turn = common::serial();
+    let modes = ["--mode", "legacy", "--mode", "twopc-inject", "--mode", "twopc-inject~forget-restored"];
+    let r = run_scenario_with("concurrent-checkpoints.yaml", 7, &modes);
+    r.assert_clean_pass("legacy");
+    r.assert_clean_pass("twopc-inject");
+    // A subtask restored at least two committables (checkpoint 7's notification was lost; a
+    // subtask frozen meanwhile may have written nothing since, and had fewer).
+    let history = std::fs::read_to_string(r.dir.join("twopc-inject").join("history.jsonl")).unwrap();
+    let restored: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "state-restored")
+        .collect();
+    assert_eq!(restored.len(), 2, "{restored:?}");
+    assert!(restored.iter().any(|e| e["committables"].as_array().unwrap().len() >= 2), "{restored:?}");
+    let m = r.mode("twopc-inject~forget-restored");
+    assert_eq!(m["outcome"], "fail", "{m}");
+    assert!(r.count("twopc-inject~forget-restored", "hanging_transaction") >= 1, "{m}");
+    let v = r.verdict("twopc-inject~forget-restored");
+    let hanging = v["hanging"].as_array().unwrap();
+    assert!(hanging.iter().all(|h| h["whose"] == "sink" && h["restored_never_committed"] == true), "{v}");
+    let ids: Vec<&str> = hanging.iter().map(|h| h["transactional_id"].as_str().unwrap()).collect();
+    assert!(ids.iter().any(|t| t.ends_with("-8")), "checkpoint 8's, the last restored, is never the oldest: {ids:?}");
+    assert!(m["words"].as_str().unwrap().contains("HANGING TRANSACTION"), "{m}");
+    assert_eq!(r.exit, Some(1), "the mutant failed its expectation");
 }
