@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 use sinkhole_model::{CommitOutcome, Event, EventKind};
 
-use sinkhole_history::fault::{FaultEffect, FaultRecord, Start, Transactions, TxnView};
+use sinkhole_history::fault::{End, FaultEffect, FaultRecord, Start, Transactions, TxnView};
 use sinkhole_history::observation::{self, Look, LookedAt, Observation};
 use sinkhole_scenario::premise::{Premise, PremiseKind, Premises};
 
@@ -60,6 +60,9 @@ pub fn evaluate(premises: &Premises, faults: &[FaultRecord], events: &[Event]) -
         .filter(|p| !p.kind.of_share_group())
         .map(|p| {
             let (held, evidence) = match (&p.of.checkpoint, &p.of.fault) {
+                (_, Some(name)) if p.kind == PremiseKind::ActedBefore => {
+                    acted_before(name, p.of.before.as_deref().unwrap_or(""), faults, events)
+                }
                 (Some(n), _) if p.kind == PremiseKind::Superseded => superseded(*n, &looks),
                 (Some(n), _) => of_checkpoint(&p, *n, &looks, events),
                 (None, Some(name)) => of_fault(&p, name, faults),
@@ -210,6 +213,7 @@ fn of_checkpoint(p: &Premise, n: u64, looks: &[Observation], events: &[Event]) -
         }
         PremiseKind::OutlivesTimeout => (Held::Met, seen),
         PremiseKind::Superseded => unreachable!("superseded is judged from its own look, in evaluate"),
+        PremiseKind::ActedBefore => unreachable!("acted_before names faults, judged in evaluate"),
         PremiseKind::DeliveryLimit | PremiseKind::Redelivery => unreachable!("judged by premise::share"),
     }
 }
@@ -255,7 +259,60 @@ fn of_fault(p: &Premise, name: &str, faults: &[FaultRecord]) -> (Held, String) {
         PremiseKind::OutlivesTimeout => (Held::Met, seen),
         // Refused at validation: superseded names a checkpoint, a share group's premises nothing.
         PremiseKind::Superseded => (Held::Unmet, format!("superseded is about a checkpoint's ids, not fault {name}")),
+        PremiseKind::ActedBefore => unreachable!("acted_before is judged in evaluate"),
         PremiseKind::DeliveryLimit | PremiseKind::Redelivery => unreachable!("judged by premise::share"),
+    }
+}
+
+/// `acted_before {fault: A, before: B}`: the proxy rule of A acted on a frame before B fired —
+/// from A's rule stats (when each frame it acted on passed) and B's `fault-started` event.
+fn acted_before(a: &str, b: &str, faults: &[FaultRecord], events: &[Event]) -> (Held, String) {
+    let Some(fa) = faults.iter().find(|f| f.name == a) else {
+        return (Held::Unmet, format!("fault {a} is not in the run"));
+    };
+    let ends: Vec<&End> = match &fa.effect {
+        FaultEffect::Skipped { skipped } => return (Held::Unmet, format!("fault {a} did not fire: {skipped}")),
+        FaultEffect::Fired { end, firings: Some(all), .. } => {
+            all.iter().filter_map(|f| f.end.as_ref()).chain(end.as_ref()).collect()
+        }
+        FaultEffect::Fired { end, .. } => end.iter().collect(),
+    };
+    let stats: Vec<_> = ends
+        .into_iter()
+        .filter_map(|e| match e {
+            End::Rule(r) => Some(&r.stats),
+            _ => None,
+        })
+        .collect();
+    let fired_b = events.iter().find_map(|e| match &e.kind {
+        EventKind::FaultStarted { name, .. } if name == b => Some(e.wall_ms),
+        _ => None,
+    });
+    let Some(b_ms) = fired_b else {
+        return (Held::Unmet, format!("fault {b} never fired, so nothing came before it"));
+    };
+    if stats.is_empty() {
+        return (Held::Unmet, format!("fault {a} has no proxy rule stats (it did not end, or is no proxy fault)"));
+    }
+    if !stats.iter().any(|s| s.acted()) {
+        return (
+            Held::Unmet,
+            format!("fault {a}'s rule acted on no frame: the state {b} was to meet was never reached"),
+        );
+    }
+    let first = stats.iter().flat_map(|s| s.timed_samples()).filter_map(|(t, what)| t.map(|t| (t, what))).min();
+    match first {
+        None => (Held::Unmet, format!("fault {a} acted, but its stats keep no times (written by an older rig)")),
+        Some((t, what)) if t < b_ms => {
+            (Held::Met, format!("{a} acted {} ms before {b} fired: {what}", b_ms - t))
+        }
+        Some((t, what)) => (
+            Held::Unmet,
+            format!(
+                "{a} first acted {} ms after {b} fired ({what}): when {b} came, nothing was held yet — the run never reached the state the expectation rests on",
+                t - b_ms
+            ),
+        ),
     }
 }
 

@@ -50,6 +50,14 @@ pub struct Premises {
     /// (FLINK-40626's superseded transaction). `flink-kafkasink` only; `checkpoint: N`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<PremiseOf>,
+    /// A known bug's trigger: the proxy fault `fault` had acted on a frame (held, delayed,
+    /// dropped one) before the fault `before` fired: `{fault: hold-markers, before: crash}` —
+    /// the coordinator's WriteTxnMarkers were held when the node was killed, so the crash found
+    /// the transaction PrepareCommit with its markers unwritten. A run where the crash came
+    /// first never reached the state the bug needs: its verdict is inconclusive, whatever the
+    /// counts, rather than a clean that says nothing about the bug.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acted_before: Option<PremiseOf>,
     /// Share-group source: the group archives records at its delivery limit
     /// (`group.share.delivery.count.limit`: a lock that runs out on a record
     /// delivered that many times ends its deliveries; Kafka's `SharePartition`).
@@ -80,6 +88,9 @@ pub struct PremiseOf {
     /// looked at while they are still frozen (the fault's own evidence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// `acted_before` only: the fault that `fault` must have acted before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +99,7 @@ pub enum PremiseKind {
     TimeoutAbort,
     OutlivesTimeout,
     Superseded,
+    ActedBefore,
     DeliveryLimit,
     Redelivery,
 }
@@ -98,6 +110,7 @@ impl PremiseKind {
             PremiseKind::TimeoutAbort => "timeout_abort",
             PremiseKind::OutlivesTimeout => "outlives_timeout",
             PremiseKind::Superseded => "superseded",
+            PremiseKind::ActedBefore => "acted_before",
             PremiseKind::DeliveryLimit => "delivery_limit",
             PremiseKind::Redelivery => "redelivery",
         }
@@ -119,6 +132,14 @@ pub struct Premise {
 impl fmt::Display for Premise {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.of.checkpoint, &self.of.fault) {
+            (None, Some(name)) if self.kind == PremiseKind::ActedBefore => {
+                write!(
+                    f,
+                    "{} {{fault: {name}, before: {}}}",
+                    self.kind.name(),
+                    self.of.before.as_deref().unwrap_or("?")
+                )
+            }
             (Some(n), _) => write!(f, "{} {{checkpoint: {n}}}", self.kind.name()),
             (None, Some(name)) => write!(f, "{} {{fault: {name}}}", self.kind.name()),
             (None, None) => f.write_str(self.kind.name()),
@@ -133,6 +154,7 @@ impl Premises {
             (PremiseKind::TimeoutAbort, self.timeout_abort.clone()),
             (PremiseKind::OutlivesTimeout, self.outlives_timeout.clone()),
             (PremiseKind::Superseded, self.superseded.clone()),
+            (PremiseKind::ActedBefore, self.acted_before.clone()),
             (PremiseKind::DeliveryLimit, is_set(self.delivery_limit)),
             (PremiseKind::Redelivery, is_set(self.redelivery)),
         ]
@@ -144,8 +166,12 @@ impl Premises {
     /// The checkpoints whose transactions the rig must look at past their timeout (a
     /// `superseded` premise is looked at by the Flink subject when it resubmits).
     pub fn checkpoints(&self) -> Vec<u64> {
-        let mut v: Vec<u64> =
-            self.list().iter().filter(|p| p.kind != PremiseKind::Superseded).filter_map(|p| p.of.checkpoint).collect();
+        let mut v: Vec<u64> = self
+            .list()
+            .iter()
+            .filter(|p| matches!(p.kind, PremiseKind::TimeoutAbort | PremiseKind::OutlivesTimeout))
+            .filter_map(|p| p.of.checkpoint)
+            .collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -161,6 +187,7 @@ impl Premises {
             PremiseKind::TimeoutAbort => self.timeout_abort = Some(p.of),
             PremiseKind::OutlivesTimeout => self.outlives_timeout = Some(p.of),
             PremiseKind::Superseded => self.superseded = Some(p.of),
+            PremiseKind::ActedBefore => self.acted_before = Some(p.of),
             PremiseKind::DeliveryLimit => self.delivery_limit = true,
             PremiseKind::Redelivery => self.redelivery = true,
         }
@@ -176,8 +203,8 @@ mod tests {
     #[test]
     fn premises_list_and_render() {
         let p = Premises {
-            timeout_abort: Some(PremiseOf { checkpoint: Some(3), fault: None }),
-            outlives_timeout: Some(PremiseOf { checkpoint: None, fault: Some("freeze-0".into()) }),
+            timeout_abort: Some(PremiseOf { checkpoint: Some(3), fault: None, before: None }),
+            outlives_timeout: Some(PremiseOf { checkpoint: None, fault: Some("freeze-0".into()), before: None }),
             delivery_limit: true,
             ..Premises::default()
         };
@@ -188,6 +215,11 @@ mod tests {
         assert_eq!(l[2].to_string(), "delivery_limit");
         assert!(l[2].kind.of_share_group() && !l[0].kind.of_share_group());
         assert_eq!(p.checkpoints(), vec![3]);
+        let trigger = Premise {
+            kind: PremiseKind::ActedBefore,
+            of: PremiseOf { checkpoint: None, fault: Some("hold".into()), before: Some("crash".into()) },
+        };
+        assert_eq!(trigger.to_string(), "acted_before {fault: hold, before: crash}");
         assert!(Premises::default().is_empty() && Premises::default().list().is_empty());
         // `set` rebuilds what `list` gives.
         let mut back = Premises::default();

@@ -471,6 +471,45 @@ fn premises_parse_and_their_problems_are_located() {
     one(&kill, 16, "premise.legacy.timeout_abort.fault", "only the transactions a pause-workers fault freezes");
 }
 
+#[test]
+fn a_known_bugs_trigger_is_a_premise_naming_two_faults() {
+    let faults = "  - {name: hold, kind: protocol-delay, apis: [WriteTxnMarkers], delay_ms: 100, when: {at_ms: 1}, duration_ms: 100}\n  - {name: crash, kind: broker-kill, target: [1], when: {at_ms: 2}}";
+    let with = |premise: &str| format!("{}premise:\n{premise}\n", with_faults(faults));
+    let s = from_str(&with("  legacy: {acted_before: {fault: hold, before: crash}}"), "t.yaml")
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    let p = s.premise[&SinkMode::Legacy].list();
+    assert_eq!(p.iter().map(|p| p.to_string()).collect::<Vec<_>>(), ["acted_before {fault: hold, before: crash}"]);
+    assert!(s.premise[&SinkMode::Legacy].checkpoints().is_empty(), "no checkpoint to look at");
+    let yaml = serde_saphyr::to_string(&s).unwrap();
+    assert_eq!(from_str(&yaml, "r.yaml").unwrap(), s, "{yaml}");
+    // The faults' lines are 14 and 15: the premise's mode is on line 17.
+    one(
+        &with("  legacy: {acted_before: {fault: crash, before: hold}}"),
+        17,
+        "premise.legacy.acted_before.fault",
+        "only a fault through the proxy",
+    );
+    one(
+        &with("  legacy: {acted_before: {fault: hold, before: boom}}"),
+        17,
+        "premise.legacy.acted_before.before",
+        "no fault named \"boom\"",
+    );
+    one(&with("  legacy: {acted_before: {fault: hold}}"), 17, "premise.legacy.acted_before", "needs `fault: A`");
+    one(
+        &with("  legacy: {acted_before: {fault: hold, before: hold}}"),
+        17,
+        "premise.legacy.acted_before.before",
+        "before itself",
+    );
+    one(
+        &with("  legacy: {timeout_abort: {checkpoint: 3, before: crash}}"),
+        17,
+        "premise.legacy.timeout_abort.before",
+        "acted_before only",
+    );
+}
+
 /// Lines 1–14 are `with_faults`; `expect` at 15–16, `expect_by` from 17, its entries from 18.
 fn with_expect_by(entries: &str) -> String {
     format!("{}expect:\n  legacy: clean\nexpect_by:\n{entries}\n", with_faults("  []"))

@@ -102,6 +102,15 @@ pub(super) fn validate_premises(
                 continue;
             }
         }
+        if pr.kind == premise::PremiseKind::ActedBefore {
+            validate_acted_before(s, &pr.of, pp, bad);
+            continue;
+        }
+        if pr.of.before.is_some() {
+            pp.push(key("before"));
+            bad(pp, format!("`before` is for acted_before only, not {}", pr.kind.name()));
+            continue;
+        }
         match (&pr.of.checkpoint, &pr.of.fault) {
             (Some(_), Some(_)) | (None, None) => {
                 bad(pp, "name exactly one of `checkpoint: N` or `fault: NAME`".into());
@@ -113,22 +122,19 @@ pub(super) fn validate_premises(
             (Some(_), None) => {}
             (None, Some(name)) => {
                 pp.push(key("fault"));
-                // A fault's label as the nemesis names it: its name, else `<kind>-<index>`.
-                let label =
-                    |i: usize, f: &FaultSpec| f.name.clone().unwrap_or_else(|| format!("{}-{i}", f.kind.name()));
-                let found = s.faults.iter().enumerate().find(|(i, f)| label(*i, f) == *name);
+                let found = fault_named(s, name);
                 // When the nemesis takes the broker's view of a pause's transactions.
                 let timing = crate::Timing::of(s);
                 match found {
                     None => bad(pp, format!("no fault named {name:?}")),
-                    Some((_, f)) if f.kind.kind() != FaultKind::PauseWorkers => bad(
+                    Some(f) if f.kind.kind() != FaultKind::PauseWorkers => bad(
                         pp,
                         format!(
                             "{name} is a {} fault: only the transactions a pause-workers fault freezes open are looked at for it; use `checkpoint: N` for a checkpoint's",
                             f.kind.name()
                         ),
                     ),
-                    Some((_, f)) if f.duration_ms.is_some_and(|d| d <= timing.look_after_ms()) => bad(
+                    Some(f) if f.duration_ms.is_some_and(|d| d <= timing.look_after_ms()) => bad(
                         pp,
                         format!(
                             "{name} lasts {} ms: the broker's view is taken {} into a pause, so the pause must last longer",
@@ -140,5 +146,44 @@ pub(super) fn validate_premises(
                 }
             }
         }
+    }
+}
+
+/// A fault's label as the nemesis names it: its name, else `<kind>-<index>`.
+fn fault_named<'a>(s: &'a Scenario, name: &str) -> Option<&'a FaultSpec> {
+    s.faults
+        .iter()
+        .enumerate()
+        .find(|(i, f)| f.name.clone().unwrap_or_else(|| format!("{}-{i}", f.kind.name())) == name)
+        .map(|(_, f)| f)
+}
+
+/// `acted_before {fault: A, before: B}`: A is a fault through the proxy (it acts on frames, and
+/// its stats say when), B any other fault of the scenario, and no checkpoint.
+fn validate_acted_before(s: &Scenario, of: &premise::PremiseOf, pp: Vec<Seg>, bad: &mut impl FnMut(Vec<Seg>, String)) {
+    let at = |field: &str| {
+        let mut p = pp.clone();
+        p.push(key(field));
+        p
+    };
+    if of.checkpoint.is_some() {
+        bad(at("checkpoint"), "acted_before names two faults (`fault: A, before: B`), not a checkpoint".into());
+    }
+    let (Some(a), Some(b)) = (&of.fault, &of.before) else {
+        bad(pp, "acted_before needs `fault: A` (a proxy fault) and `before: B` (the fault it must act before)".into());
+        return;
+    };
+    match fault_named(s, a) {
+        None => bad(at("fault"), format!("no fault named {a:?}")),
+        Some(f) if !f.kind.kind().needs_proxy() => bad(
+            at("fault"),
+            format!("{a} is a {} fault: only a fault through the proxy says when it acted on a frame", f.kind.name()),
+        ),
+        Some(_) => {}
+    }
+    if fault_named(s, b).is_none() {
+        bad(at("before"), format!("no fault named {b:?}"));
+    } else if a == b {
+        bad(at("before"), "a fault cannot act before itself: name another fault".into());
     }
 }

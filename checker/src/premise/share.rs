@@ -250,7 +250,11 @@ mod tests {
         assert!(evaluate(&Premises::default(), None, GROUP).is_empty());
         // The transaction premises are left to `premise::evaluate`, and it leaves these.
         let mixed = Premises {
-            timeout_abort: Some(sinkhole_scenario::premise::PremiseOf { checkpoint: Some(3), fault: None }),
+            timeout_abort: Some(sinkhole_scenario::premise::PremiseOf {
+                checkpoint: Some(3),
+                fault: None,
+                before: None,
+            }),
             delivery_limit: true,
             ..Premises::default()
         };

@@ -46,11 +46,12 @@ fn restored_commit(tid: &str, checkpoint: u64, outcome: CommitOutcome) -> Event 
 }
 
 fn on_checkpoint(kind: PremiseKind, n: u64) -> Premises {
-    let of = Some(PremiseOf { checkpoint: Some(n), fault: None });
+    let of = Some(PremiseOf { checkpoint: Some(n), fault: None, before: None });
     match kind {
         PremiseKind::TimeoutAbort => Premises { timeout_abort: of, ..Premises::default() },
         PremiseKind::OutlivesTimeout => Premises { outlives_timeout: of, ..Premises::default() },
         PremiseKind::Superseded => Premises { superseded: of, ..Premises::default() },
+        PremiseKind::ActedBefore => unreachable!("acted_before names faults"),
         PremiseKind::DeliveryLimit | PremiseKind::Redelivery => unreachable!("a share group's premises name none"),
     }
 }
@@ -165,7 +166,7 @@ fn pause(name: &str, frozen: Option<Vec<TxnView>>) -> FaultRecord {
 #[test]
 fn premises_of_a_pause_read_its_look_while_frozen() {
     let abort = Premises {
-        timeout_abort: Some(PremiseOf { checkpoint: None, fault: Some("freeze-0".into()) }),
+        timeout_abort: Some(PremiseOf { checkpoint: None, fault: Some("freeze-0".into()), before: None }),
         ..Premises::default()
     };
     let r = one(&abort, &[pause("freeze-0", Some(vec![view("x-0-3", "CompleteAbort")]))], &[]);
@@ -186,7 +187,7 @@ fn premises_of_a_pause_read_its_look_while_frozen() {
     assert!(one(&abort, &[skipped], &[]).evidence.contains("did not fire"));
 
     let keep = Premises {
-        outlives_timeout: Some(PremiseOf { checkpoint: None, fault: Some("freeze-0".into()) }),
+        outlives_timeout: Some(PremiseOf { checkpoint: None, fault: Some("freeze-0".into()), before: None }),
         ..Premises::default()
     };
     assert_eq!(one(&keep, &[pause("freeze-0", Some(vec![view("x-0-3", "Ongoing")]))], &[]).held, Held::Met);
@@ -243,4 +244,96 @@ fn superseded_met_only_when_the_resubmission_found_a_reopened_precommitted_id() 
     assert_eq!((r.held, r.evidence.as_str()), (Held::Unmet, "the job was never resubmitted from checkpoint 4"));
     assert_eq!(p.checkpoints(), Vec::<u64>::new(), "no timeout look is scheduled for it");
     assert_eq!(p.list()[0].to_string(), "superseded {checkpoint: 4}");
+}
+
+/// The marker bug's trigger: the proxy held the coordinator's markers before the node was killed.
+mod acted_before {
+    use super::*;
+    use sinkhole_history::fault::{RuleEnd, Start};
+
+    fn premise() -> Premises {
+        Premises {
+            acted_before: Some(PremiseOf {
+                checkpoint: None,
+                fault: Some("hold".into()),
+                before: Some("crash".into()),
+            }),
+            ..Premises::default()
+        }
+    }
+
+    /// The hold fault, ended with these stats (`delayed` frames at `times`).
+    fn hold(times: &[u64]) -> FaultRecord {
+        let n = times.len();
+        let samples: Vec<String> =
+            times.iter().map(|t| format!("WriteTxnMarkers v2 request corr {t} broker-1 → broker-1: delayed")).collect();
+        let stats = serde_json::from_value(serde_json::json!({
+            "matched": n, "dropped": 0, "delayed": n, "errors_injected": 0, "connections_reset": 0,
+            "samples": samples, "sample_ms": times,
+        }))
+        .unwrap();
+        FaultRecord {
+            name: "hold".into(),
+            kind: "protocol-delay".into(),
+            fired: true,
+            confirmed: !times.is_empty(),
+            effect: FaultEffect::Fired {
+                start: Start::Other(serde_json::Value::Null),
+                end: Some(End::Rule(RuleEnd { rule_id: 1, stats, acted: !times.is_empty(), why_unconfirmed: None })),
+                firings: None,
+            },
+        }
+    }
+
+    fn crash_at(ms: u64) -> Event {
+        Event {
+            wall_ms: ms,
+            ..event(EventKind::FaultStarted {
+                name: "crash".into(),
+                fault: "broker-kill".into(),
+                effect: serde_json::Value::Null,
+            })
+        }
+    }
+
+    #[test]
+    fn met_when_the_hold_acted_before_the_crash() {
+        let r = one(&premise(), &[hold(&[1_000, 5_000])], &[crash_at(1_400)]);
+        assert_eq!(r.held, Held::Met, "{r:?}");
+        assert_eq!(r.premise, "acted_before {fault: hold, before: crash}");
+        assert!(r.evidence.contains("400 ms before crash") && r.evidence.contains("corr 1000"), "{}", r.evidence);
+    }
+
+    #[test]
+    fn unmet_when_the_crash_came_first_or_nothing_was_held() {
+        let late = one(&premise(), &[hold(&[2_000])], &[crash_at(1_400)]);
+        assert_eq!(late.held, Held::Unmet);
+        assert!(late.evidence.contains("600 ms after crash fired"), "{}", late.evidence);
+        assert!(unmet(&[late]).unwrap().contains("never reached the state"));
+
+        let none = one(&premise(), &[hold(&[])], &[crash_at(1_400)]);
+        assert_eq!(none.held, Held::Unmet);
+        assert!(none.evidence.contains("acted on no frame"), "{}", none.evidence);
+
+        let no_crash = one(&premise(), &[hold(&[1_000])], &[]);
+        assert_eq!(no_crash.held, Held::Unmet);
+        assert!(no_crash.evidence.contains("crash never fired"), "{}", no_crash.evidence);
+
+        let skipped =
+            FaultRecord { effect: FaultEffect::Skipped { skipped: "no trigger".into() }, fired: false, ..hold(&[]) };
+        let r = one(&premise(), &[skipped], &[crash_at(1)]);
+        assert_eq!(r.held, Held::Unmet);
+        assert!(r.evidence.contains("did not fire: no trigger"), "{}", r.evidence);
+    }
+
+    #[test]
+    fn stats_without_times_prove_nothing() {
+        let mut old = hold(&[1_000]);
+        if let FaultEffect::Fired { end: Some(End::Rule(r)), .. } = &mut old.effect {
+            r.stats.sample_ms.clear();
+        }
+        let r = one(&premise(), &[old], &[crash_at(1_400)]);
+        assert_eq!(r.held, Held::Unmet);
+        assert!(r.evidence.contains("keep no times"), "{}", r.evidence);
+    }
 }

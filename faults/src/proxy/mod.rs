@@ -207,6 +207,11 @@ pub(crate) struct Shared {
     listeners: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Now on the wall clock, Unix ms (the clock history events are stamped with).
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -348,6 +353,7 @@ impl Shared {
         }
         if r.stats.samples.len() < MAX_SAMPLES {
             r.stats.samples.push(sample);
+            r.stats.sample_ms.push(wall_ms());
         }
     }
 

@@ -147,6 +147,12 @@ pub struct RuleStats {
     /// Up to 20 descriptions of frames acted on, e.g.
     /// "EndTxn v5 response corr 17 tid sinkhole-x-0-3 worker-0 → broker-2: dropped".
     pub samples: Vec<String>,
+    /// When each sample was acted on (Unix ms, the rig's wall clock), index for index with
+    /// `samples`: `sample_ms[0]` is when the rule first acted, so a frame can be placed before
+    /// or after another fault's firing (a premise's evidence, a run's story). Empty in stats
+    /// written before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample_ms: Vec<u64>,
     /// A rule naming a transactional id: frames that fit it but for their id, and the first
     /// few ids they carried ("(none)" for a request the proxy read no id from). A rule that
     /// matched nothing says with them whether the frames it waited for passed under another
@@ -165,6 +171,16 @@ impl RuleStats {
         if self.other_id_samples.len() < MAX_OTHER_IDS && !self.other_id_samples.contains(&id) {
             self.other_id_samples.push(id);
         }
+    }
+
+    /// When the rule first acted on a frame or connection (Unix ms), if it did and kept the time.
+    pub fn first_acted_ms(&self) -> Option<u64> {
+        self.sample_ms.first().copied().filter(|_| self.acted())
+    }
+
+    /// The samples with the time each was acted on (`None` for stats that kept no times).
+    pub fn timed_samples(&self) -> impl Iterator<Item = (Option<u64>, &str)> {
+        self.samples.iter().enumerate().map(|(i, s)| (self.sample_ms.get(i).copied(), s.as_str()))
     }
 
     /// The rule acted on at least one frame or connection.

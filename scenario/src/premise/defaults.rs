@@ -302,10 +302,14 @@ fn timeout_rule(s: &Scenario, mode: SinkMode, e: &Expectation, d: &mut Defaults)
     };
     let name = label(i, f);
     let of = if f.kind.kind() == FaultKind::PauseWorkers && ms > timing.look_after_ms() {
-        Some((PremiseOf { checkpoint: None, fault: Some(name.clone()) }, "the transactions it froze open".to_string()))
+        Some((
+            PremiseOf { checkpoint: None, fault: Some(name.clone()), before: None },
+            "the transactions it froze open".to_string(),
+        ))
     } else {
-        precommitted(&f.when)
-            .map(|n| (PremiseOf { checkpoint: Some(n), fault: None }, format!("checkpoint {n}'s transactions")))
+        precommitted(&f.when).map(|n| {
+            (PremiseOf { checkpoint: Some(n), fault: None, before: None }, format!("checkpoint {n}'s transactions"))
+        })
     };
     let Some((of, which)) = of else {
         return d.notes.push(format!(
