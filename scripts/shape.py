@@ -83,9 +83,10 @@ LAYERS = {
         subject
         nemesis observer
         runner
-        results
+        story
+        bundle results
         run
-        matrix probe bench
+        matrix probe bench bisect
         calibrate shrink
         explore
         serve

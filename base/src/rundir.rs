@@ -51,6 +51,8 @@ pub mod names {
     pub const FLINK: &str = "flink";
     /// In `flink/`: the evidence that the connector which ran is the one asked for.
     pub const FLINK_PROVENANCE: &str = "provenance.json";
+    /// In `flink/`: the JobManager's and TaskManagers' logs.
+    pub const FLINK_LOGS: &str = "log";
 
     /// In a cluster's directory: one directory per node.
     pub const NODE_PREFIX: &str = "node-";
@@ -71,6 +73,12 @@ pub mod names {
     pub const MATRIX_LOG: &str = "matrix.log";
     /// The names a directory of scenarios leaves out of a matrix.
     pub const MATRIX_EXCLUDE: &str = "matrix-exclude.txt";
+}
+
+/// The output topic of a mode of run `run_id` (`slug`: the mode's name as a topic may hold
+/// it), as the run creates it and a story looks for it in the brokers' logs.
+pub fn topic_of(run_id: &str, slug: &str) -> String {
+    format!("sinkhole-{run_id}-{slug}")
 }
 
 /// `results/<run-id>/`: one run's results.
@@ -215,6 +223,11 @@ impl ModeDir {
     /// The Flink cluster of the `flink-kafkasink` mode (its own layout inside).
     pub fn flink(&self) -> PathBuf {
         self.root.join(names::FLINK)
+    }
+
+    /// `flink/log/`: the Flink processes' logs (`jm.log`, `tm-<k>.log`).
+    pub fn flink_logs(&self) -> PathBuf {
+        self.flink().join(names::FLINK_LOGS)
     }
 
     pub fn flink_provenance(&self) -> PathBuf {
@@ -390,6 +403,8 @@ mod tests {
         assert_eq!(m.worker_log(2), in_mode("logs/worker-2.log"));
         assert_eq!(m.control_socket(), in_mode("control.sock"));
         assert_eq!(m.flink_provenance(), in_mode("flink/provenance.json"));
+        assert_eq!(m.flink_logs(), in_mode("flink/log"));
+        assert_eq!(topic_of("run-1", "legacy"), "sinkhole-run-1-legacy");
         assert_eq!(m.flink_checkpoints("abc"), in_mode("flink/checkpoints-abc.json"));
 
         let mx = MatrixDir::at("/r/matrix-1");

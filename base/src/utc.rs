@@ -46,6 +46,20 @@ impl Utc {
         Utc { year, month, day, hour: rem / 3600, minute: rem / 60 % 60, second: rem % 60 }
     }
 
+    /// Back to Unix seconds (the inverse of [`Utc::from_unix`], Hinnant's days-from-civil):
+    /// a log line's calendar time placed on the history's clock. None before 1970.
+    pub fn to_unix(&self) -> Option<u64> {
+        let y = self.year - i64::from(self.month <= 2);
+        let era = y.div_euclid(400);
+        let yoe = y.rem_euclid(400);
+        let m = i64::from(self.month);
+        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(self.day) - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        let secs = days * 86_400 + i64::from(self.hour * 3600 + self.minute * 60 + self.second);
+        u64::try_from(secs).ok()
+    }
+
     /// `YYYY-MM-DDTHH:MM:SSZ`.
     pub fn rfc3339(&self) -> String {
         format!(
@@ -69,5 +83,8 @@ mod tests {
         assert_eq!(Utc::from_unix(0).compact(), "19700101T000000");
         assert_eq!(Utc::from_unix(951_782_400).compact(), "20000229T000000");
         assert_eq!(Utc::from_unix(1_787_400_000 + 3_723).rfc3339(), "2026-08-22T13:02:03Z");
+        for secs in [0, 951_782_400, 1_787_403_723, 1_796_677_346] {
+            assert_eq!(Utc::from_unix(secs).to_unix(), Some(secs));
+        }
     }
 }

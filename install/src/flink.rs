@@ -187,6 +187,48 @@ pub fn check_versions(flink: &str, connector: &str) -> Result<(), FlinkError> {
     Ok(())
 }
 
+/// The flink-connector-kafka releases for Flink 1.20 and 2.x on Maven Central, oldest first:
+/// what `sinkhole bisect --connector A..B` walks (those built for the scenario's Flink line).
+pub const CONNECTOR_RELEASES: &[&str] =
+    &["3.3.0-1.20", "3.4.0-1.20", "4.0.0-2.0", "4.0.1-2.0", "5.0.0-2.1", "5.0.0-2.2"];
+
+/// The connector releases from `lo` to `hi` (both included, by the connector's own version,
+/// then its Flink line): those built for Flink `flink`'s line, and those that are not (a run
+/// would need another Flink), each oldest first.
+pub fn connectors_between(lo: &str, hi: &str, flink: &str) -> Result<(Vec<String>, Vec<String>), FlinkError> {
+    let key = |v: &str| -> Result<(Vec<u32>, u32, u32), FlinkError> {
+        let (_, x, y) = check_connector_version(v)?;
+        let own = v.split('-').next().unwrap_or("").split('.').filter_map(|p| p.parse().ok()).collect();
+        Ok((own, x, y))
+    };
+    let (klo, khi) = (key(lo)?, key(hi)?);
+    if klo > khi {
+        return Err(FlinkError::InvalidVersion {
+            what: "flink-connector-kafka range",
+            item: format!("{lo}..{hi}"),
+            reason: "the range runs backwards: write the older version first".into(),
+        });
+    }
+    let (fx, fy, _) = check_flink_version(flink)?;
+    let mut fits = Vec::new();
+    let mut other = Vec::new();
+    for v in CONNECTOR_RELEASES.iter().copied().chain([lo, hi]) {
+        let k = key(v)?;
+        if k < klo || k > khi || fits.iter().chain(other.iter()).any(|x: &String| x == v) {
+            continue;
+        }
+        if (k.1, k.2) == (fx, fy) {
+            fits.push(v.to_string());
+        } else {
+            other.push(v.to_string());
+        }
+    }
+    let order = |v: &String| key(v).unwrap_or_default();
+    fits.sort_by_key(order);
+    other.sort_by_key(order);
+    Ok((fits, other))
+}
+
 /// The flink-connector-kafka release known to work with a Flink minor (checked here:
 /// 5.0.0-2.2 on 2.2.1, 4.0.1-2.0 on 2.0.1, 3.4.0-1.20 on 1.20.3).
 pub fn default_connector(flink: &str) -> Option<&'static str> {
@@ -542,6 +584,17 @@ fn classify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connector_range_splits_into_this_flinks_releases_and_the_others() {
+        let (fits, other) = connectors_between("4.0.0-2.0", "5.0.0-2.2", "2.2.1").unwrap();
+        assert_eq!(fits, ["5.0.0-2.2"]);
+        assert_eq!(other, ["4.0.0-2.0", "4.0.1-2.0", "5.0.0-2.1"]);
+        let (fits, _) = connectors_between("3.3.0-1.20", "3.4.0-1.20", "1.20.3").unwrap();
+        assert_eq!(fits, ["3.3.0-1.20", "3.4.0-1.20"]);
+        assert!(connectors_between("5.0.0-2.2", "4.0.0-2.0", "2.2.1").unwrap_err().to_string().contains("backwards"));
+        assert!(connectors_between("nope", "5.0.0-2.2", "2.2.1").is_err());
+    }
 
     #[test]
     fn versions_pair_a_connector_with_its_flink() {

@@ -411,8 +411,41 @@ fn validate_version(item: &str) -> Result<&str, InstallError> {
     Ok(v)
 }
 
+/// The Kafka 4.x releases on Maven Central, oldest first: what `sinkhole bisect --kafka A..B`
+/// walks. A release whose install fails on a machine (a mirror missing one of its jars) is
+/// reported as not installable there, never taken for a boundary. Add a release here when it
+/// is published.
+pub const KAFKA_RELEASES: &[&str] = &[
+    "4.0.0", "4.0.1", "4.0.2", "4.1.0", "4.1.1", "4.1.2", "4.2.0", "4.2.1", "4.2.2", "4.3.0", "4.3.1", "4.3.2", "4.4.0",
+];
+
+/// The versions from `lo` to `hi` (both included): the known releases and any other version
+/// installed in the cache (a patch release newer than this table), oldest first.
+pub fn releases_between(lo: &str, hi: &str) -> Result<Vec<String>, InstallError> {
+    releases_between_in(&cache_root(), lo, hi)
+}
+
+/// [`releases_between`] with an explicit cache root.
+pub fn releases_between_in(cache: &Path, lo: &str, hi: &str) -> Result<Vec<String>, InstallError> {
+    let (lo, hi) = (validate_version(lo)?, validate_version(hi)?);
+    let (klo, khi) = (version_key(lo), version_key(hi));
+    if klo > khi {
+        return Err(InstallError::InvalidVersion {
+            item: format!("{lo}..{hi}"),
+            reason: "the range runs backwards: write the older version first".into(),
+        });
+    }
+    let mut all: Vec<String> = KAFKA_RELEASES.iter().map(|v| v.to_string()).collect();
+    all.extend(installed_versions_in(cache));
+    all.retain(|v| !v.contains('-') || v == lo || v == hi);
+    all.retain(|v| (klo.clone()..=khi.clone()).contains(&version_key(v)));
+    all.sort_by_key(|v| version_key(v));
+    all.dedup();
+    Ok(all)
+}
+
 /// Sort key: numeric parts, then releases after their pre-release suffixes.
-fn version_key(v: &str) -> (Vec<u64>, bool, String) {
+pub fn version_key(v: &str) -> (Vec<u64>, bool, String) {
     let (numbers, suffix) = match v.split_once('-') {
         Some((n, s)) => (n, Some(s)),
         None => (v, None),

@@ -405,3 +405,19 @@ fn misc_formatting() {
     assert!(pom_xml("4.4.0")
         .contains("<groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>4.4.0</version>"));
 }
+
+#[test]
+fn a_range_of_releases_is_the_known_ones_and_the_cached_ones_between() {
+    let cache = std::env::temp_dir().join(format!("sinkhole-releases-{}", std::process::id()));
+    std::fs::create_dir_all(cache.join("kafka")).unwrap();
+    let all = releases_between_in(&cache, "4.0.0", "4.4.0").unwrap();
+    assert_eq!(all.first().map(String::as_str), Some("4.0.0"));
+    assert_eq!(all.last().map(String::as_str), Some("4.4.0"));
+    assert_eq!(all.len(), KAFKA_RELEASES.len());
+    assert_eq!(releases_between_in(&cache, "4.2.2", "4.3.1").unwrap(), ["4.2.2", "4.3.0", "4.3.1"]);
+    assert!(releases_between_in(&cache, "4.4.0", "4.0.0").unwrap_err().to_string().contains("backwards"));
+    assert!(releases_between_in(&cache, "x", "4.0.0").is_err());
+    // Nothing released in the range: an empty list (bisect refuses it).
+    assert!(releases_between_in(&cache, "4.4.1", "4.4.9").unwrap().is_empty());
+    std::fs::remove_dir_all(&cache).unwrap();
+}

@@ -10,12 +10,17 @@
 //! - [`nemesis`]: fault injection, on its own task; [`observer`]: the rig's own looks at the
 //!   broker's transactions (premises, lingering transactions);
 //! - [`runner`]: the modes of a run — one subject per mode, one nemesis for all;
+//! - [`story`]: the causal story of each anomaly of a judged run, from its directory alone
+//!   (`sinkhole explain`, the report's first screen);
+//! - [`bundle`]: a judged run as one small archive a bug report attaches (`sinkhole bundle`);
 //! - [`results`]: summary.json and the table, junit.xml, report.html, and the offline
 //!   re-check that rewrites them (`sinkhole check`);
 //! - [`run`]: one scenario end to end, every mode on one cluster;
 //! - [`matrix`] (scenarios × Kafka versions × seeds, sharded and merged), [`probe`] (what a
 //!   broker can do for two-phase commit) and [`bench`] (the wire producer beside Kafka's Java
 //!   producer on one cluster);
+//! - [`bisect`]: the first Kafka or connector version that shows a scenario's anomaly, seeds
+//!   per version, flaky versions named (`sinkhole bisect`);
 //! - [`calibrate`]: mutants through the library, the detection matrix (`sinkhole calibrate`);
 //!   [`shrink`]: a failing run's schedule made smaller while it fails the same way;
 //! - [`explore`]: random schedules over one scenario, run after run, the failures shrunk
@@ -29,6 +34,8 @@
 #[cfg(test)]
 mod anomaly_tests;
 pub mod bench;
+pub mod bisect;
+pub mod bundle;
 pub mod calibrate;
 pub mod explore;
 pub mod matrix;
@@ -40,4 +47,5 @@ pub mod run;
 pub mod runner;
 pub mod serve;
 pub mod shrink;
+pub mod story;
 pub mod subject;

@@ -69,6 +69,21 @@ enum Command {
     /// its verdicts and histories: after an upgrade of the rig, or to read
     /// an old run with the current report. No cluster needed.
     Report(args::ReportArgs),
+    /// The causal story of every anomaly of a stored run, in Markdown: for each lost,
+    /// duplicated, torn or hanging range, the records, the transaction, the faults that
+    /// touched it, the requests and answers, the coordinator's view and the brokers' own log
+    /// lines, on one clock; a missing link is named. No cluster needed.
+    Explain(cli::explain::ExplainArgs),
+    /// A judged run as one small archive for a bug report (under 5 MB): the resolved scenario,
+    /// seed, versions and broker configs (secrets redacted), each mode's story and verdict, the
+    /// log excerpts the stories cite, and the command that replays it.
+    Bundle(cli::bundle::BundleArgs),
+    /// The first version that shows a scenario's anomaly: each released Kafka (`--kafka
+    /// A..B`) or connector (`--connector A..B`) version in the range the cache can install,
+    /// N seeds each (`--seed-count`, 3), skipping versions only where the search may; prints
+    /// the table version × verdict and the boundary. A version whose seeds disagree is flaky,
+    /// never a boundary.
+    Bisect(cli::bisect::BisectCmd),
     /// Check scenario files without running them: every problem as
     /// `file:line:column: field: message` with the line (exit 0 when all are
     /// valid, 2 otherwise); `--explain` adds each mode's premises. The
@@ -139,6 +154,9 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Serve(a) => cli::serve::run(a).await,
         Command::Check(a) => cli::check::run(a),
         Command::Report(a) => cli::report::run(a),
+        Command::Explain(a) => cli::explain::run(a),
+        Command::Bundle(a) => cli::bundle::run(a),
+        Command::Bisect(a) => cli::bisect::run(a).await,
         Command::Validate(a) => cli::validate::run(a),
         Command::Schedule(a) => cli::schedule::run(a),
         Command::BenchProducers(a) => cli::bench_producers::run(a).await,

@@ -664,6 +664,7 @@ fn cell_args(args: &MatrixArgs, k: &CellKey) -> RunArgs {
         json: false,
         fail_on_inconclusive: args.fail_on_inconclusive,
         connector_jar: None,
+        connector: None,
         sequential: args.sequential,
         bootstrap: Vec::new(),
         drop_data: !args.campaign.keep_data,

@@ -31,6 +31,7 @@ pub async fn run(a: RunCmd) -> Result<(), Failure> {
         json,
         fail_on_inconclusive,
         connector_jar,
+        connector: None,
         sequential,
         bootstrap,
         // A single run keeps its brokers' log segments for inspection.

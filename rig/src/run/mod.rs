@@ -54,6 +54,9 @@ pub struct RunArgs {
     pub fail_on_inconclusive: bool,
     /// flink-kafkasink: a contributor's connector jar instead of the scenario's.
     pub connector_jar: Option<PathBuf>,
+    /// flink-kafkasink: this flink-connector-kafka release instead of the scenario's
+    /// (`sinkhole bisect --connector`).
+    pub connector: Option<String>,
     /// `--sequential`: the modes one after another, as `sequential: true`.
     pub sequential: bool,
     /// `--bootstrap`: an existing cluster (`backend: external`), instead of the scenario's
@@ -108,7 +111,7 @@ impl Plan {
     }
     /// A mutant's `~` is not legal in a topic name: [`SinkMode::slug`].
     pub fn topic(&self, m: SinkMode) -> String {
-        format!("sinkhole-{}-{}", self.run_id, m.slug())
+        sinkhole_base::rundir::topic_of(&self.run_id, &m.slug())
     }
     pub fn tid_prefix(&self, m: SinkMode) -> String {
         format!("sinkhole-{}-{}", self.short_id, m.slug())
@@ -176,6 +179,14 @@ pub fn plan(args: &RunArgs, now_unix_s: u64) -> Result<Plan, RunError> {
                 s.premise.insert(m, p);
             }
         }
+    }
+    if let Some(c) = &args.connector {
+        if !s.modes.contains(&SinkMode::FlinkKafkasink) {
+            return Err(RunError::BadInput(anyhow!("--connector {c}: the scenario runs no flink-kafkasink mode")));
+        }
+        let f = s.flink.get_or_insert_with(Default::default);
+        sinkhole_install::flink::check_versions(&f.version, c).map_err(|e| RunError::BadInput(e.into()))?;
+        f.connector = Some(c.clone());
     }
     if let Some(jar) = &args.connector_jar {
         let f = s.flink.get_or_insert_with(Default::default);
@@ -264,7 +275,7 @@ fn progress_redirected() -> bool {
     PROGRESS_SINK.read().map(|g| g.is_some()).unwrap_or(false)
 }
 
-fn progress(line: &str) {
+pub fn progress(line: &str) {
     if let Ok(g) = PROGRESS_SINK.read() {
         if let Some(sink) = g.as_ref() {
             sink(line);

@@ -180,7 +180,7 @@ impl FlinkCluster {
         fs::write(conf.join("log4j.properties"), LOG4J)?;
         let lib = d.join("lib");
         assemble_classpath(&spec.dist, spec.connector_jar.as_deref(), &lib)?;
-        let log = d.join("log");
+        let log = d.join(sinkhole_base::rundir::names::FLINK_LOGS);
         Ok(FlinkCluster {
             spec,
             rest_port: rest,
