@@ -82,6 +82,7 @@ fn report_page(c: Counts) -> String {
         scenario_yaml: None,
         modes: vec![mode],
         problems: vec![],
+        stories: vec![],
     };
     report::render(&d)
 }

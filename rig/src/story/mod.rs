@@ -233,4 +233,4 @@ pub fn tell(i: &Inputs<'_>) -> Story {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

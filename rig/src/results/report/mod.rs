@@ -71,6 +71,9 @@ pub struct RunData {
     pub scenario_yaml: Option<String>,
     pub modes: Vec<ModeData>,
     pub problems: Vec<String>,
+    /// Each judged mode's story ([`crate::story`]): the page's first screen when a mode has an
+    /// anomaly to explain.
+    pub stories: Vec<crate::story::Story>,
 }
 
 impl RunData {
@@ -149,7 +152,9 @@ pub fn load(run_dir: &RunDir) -> anyhow::Result<RunData> {
             load_mode(run_dir, m, row, run_intervals.as_deref())
         })
         .collect();
-    Ok(RunData { dir: run_dir.path().to_path_buf(), summary, scenario, scenario_yaml, modes, problems })
+    // A story that cannot be told (an older run's verdicts) leaves the page as it was.
+    let stories = crate::story::explain(run_dir, None).unwrap_or_default();
+    Ok(RunData { dir: run_dir.path().to_path_buf(), summary, scenario, scenario_yaml, modes, problems, stories })
 }
 
 fn read_opt<T>(path: &Path, problems: &mut Vec<String>, parse: impl FnOnce(&str) -> anyhow::Result<T>) -> Option<T> {
@@ -347,10 +352,14 @@ fn grid(h: &mut String, d: &RunData, cols: &str, id: &str, mut cell: impl FnMut(
     h.push_str("</div>\n");
 }
 
-/// The top of the page: the run's head, the verdict and the settings.
+/// The top of the page: the run's head, the verdict, each anomaly's story and the settings.
 fn header(h: &mut String, d: &RunData, name: &str, run_id: &str) {
     page_head(h, d, name, run_id);
     verdict_section(h, d);
+    // What happened, right under the verdict: each anomaly's chain.
+    if d.stories.iter().any(|s| !s.chains.is_empty()) {
+        h.push_str(&crate::story::render::html(&d.stories));
+    }
     settings_section(h, d);
 }
 
