@@ -93,6 +93,9 @@ pub struct Report {
     /// A sentence when there is no boundary: why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub none: Option<String>,
+    /// The first version with the anomaly after a clean one (the first boundary of that way).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_bad: Option<String>,
 }
 
 /// The anomalies a clean expectation forbids that a row's counts hold, with their counts.
@@ -276,7 +279,13 @@ fn report(a: &BisectArgs, s: &Search, runs: Vec<Vec<SeedRun>>) -> Report {
             Some(x) => format!("every version that gave a clear answer was {}: no boundary in the range", seen_name(x)),
         }
     });
+    let first_bad = s
+        .flips()
+        .iter()
+        .find(|f| matches!((s.seen(f.last), s.seen(f.first)), (Some(Seen::Clean), Some(Seen::Bad(_)))))
+        .map(|f| v[f.first].clone());
     Report {
+        first_bad,
         scenario: a.file.clone(),
         axis: a.axis.clone(),
         seeds: (a.seed..a.seed + u64::from(a.seed_count)).collect(),

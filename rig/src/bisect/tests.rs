@@ -62,6 +62,7 @@ fn the_report_names_the_boundary_the_flaky_and_the_versions_not_run() {
     let r = report(&a, &s, vec![Vec::new(); 5]);
     assert_eq!(r.boundaries, ["clean up to 4.2.2, LOST, MISSING MARKER from 4.3.1 (4.3.0 between: no clear answer)"]);
     assert_eq!(r.rows[2].verdict, "flaky");
+    assert_eq!(r.first_bad.as_deref(), Some("4.3.1"));
     assert_eq!(r.seeds, [1, 2, 3]);
     let text = render(&r);
     assert!(text.contains("boundary: clean up to 4.2.2"), "{text}");

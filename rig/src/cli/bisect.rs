@@ -32,6 +32,10 @@ pub struct BisectCmd {
     /// Run every version in the range: skip none, even where the search could.
     #[arg(long)]
     pub every: bool,
+    /// Exit 1 unless this is the first version found with the anomaly (after a clean one):
+    /// for a nightly job that holds a known bug's `expect_by` to what the releases do.
+    #[arg(long)]
+    pub expect_first: Option<String>,
     /// Where the runs and bisect.json go.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
@@ -91,6 +95,7 @@ pub async fn run(a: BisectCmd) -> Result<(), Failure> {
         a.seed + u64::from(a.seed_count) - 1,
         dir.display()
     );
+    let expect_first = a.expect_first.clone();
     let args = BisectArgs {
         file: a.file,
         axis,
@@ -107,5 +112,14 @@ pub async fn run(a: BisectCmd) -> Result<(), Failure> {
     std::fs::write(&path, json).map_err(|e| Failure::Failed(anyhow!("writing {}: {e}", path.display())))?;
     print!("{}", bisect::render(&report));
     println!("bisect.json: {}", path.display());
-    Ok(())
+    match (&expect_first, &report.first_bad) {
+        (Some(want), got) if got.as_deref() != Some(want.as_str()) => Err(Failure::Judged {
+            code: sinkhole_rig::results::exit::FAILED,
+            message: format!(
+                "expected the anomaly first in {want}, found {}",
+                got.as_deref().map_or("no boundary".to_string(), |g| format!("it first in {g}"))
+            ),
+        }),
+        _ => Ok(()),
+    }
 }

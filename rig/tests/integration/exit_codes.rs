@@ -222,3 +222,54 @@ fn json_outputs_and_version_carry_the_provenance() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(text.trim(), format!("sinkhole {}", sinkhole_base::provenance::LONG_VERSION));
 }
+
+/// `explain`, `bundle` and `bisect` through the binary: a stored run of the marker bug on 3
+/// brokers is told and bundled (exit 0); a directory that is not a run, a run from an older
+/// rig, a range with nothing installable and a range that runs backwards are bad input (exit
+/// 2), each with its reason. No cluster: bisect refuses before it runs anything.
+#[test]
+fn explain_bundle_and_bisect_take_a_run_and_refuse_bad_input() {
+    let marker_run = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/markers-skipped-leader-dies/markers-skipped-leader-dies-20261207T212037-1");
+    let o = sinkhole(&["explain", marker_run.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    let (kill, fencing, skipped) = (
+        md.find("kill-leader (broker-kill) fired").expect("the kill"),
+        md.find("Fencing broker 1").expect("the fencing"),
+        md.find("likely deleted").expect("the skipped markers"),
+    );
+    assert!(kill < fencing && fencing < skipped, "in order");
+    let tmp = common::test_dir("bundle-cli");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = tmp.join("b.tar.gz");
+    let o = sinkhole(&["bundle", marker_run.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("replay, from the unpacked bundle: sinkhole setup --kafka 4.4.0")
+    );
+    assert!(std::fs::metadata(&out).unwrap().len() < 5 * 1024 * 1024);
+
+    for cmd in ["explain", "bundle"] {
+        let o = sinkhole(&[cmd, tmp.to_str().unwrap()]);
+        assert_eq!(code(&o), Some(2), "{cmd}: {}", err(&o));
+        assert!(err(&o).contains("not a run directory"), "{cmd}: {}", err(&o));
+        let o = sinkhole(&[cmd, fixture().to_str().unwrap()]);
+        assert_eq!(code(&o), Some(2), "{cmd} of an older rig's run: {}", err(&o));
+        assert!(err(&o).contains("older sinkhole") && err(&o).contains("sinkhole check"), "{}", err(&o));
+    }
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/markers-skipped-after-crash.yaml");
+    let s = scenario.to_str().unwrap();
+    for (range, why) in [
+        ("4.5.0..4.6.0", "no released version in that range"),
+        ("4.4.0..4.0.0", "backwards"),
+        ("4.4.0", "write a range"),
+    ] {
+        let o = sinkhole(&["bisect", s, "--kafka", range, "--results", tmp.to_str().unwrap()]);
+        assert_eq!(code(&o), Some(2), "{range}: {}", err(&o));
+        assert!(err(&o).contains(why), "{range}: {}", err(&o));
+    }
+    let o = sinkhole(&["bisect", s, "--connector", "5.0.0-2.2..5.0.0-2.2", "--results", tmp.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("runs no flink-kafkasink mode"), "{}", err(&o));
+}
