@@ -271,6 +271,23 @@ impl ClusterDir {
         self.root.join(format!("{}{id}", names::NODE_PREFIX))
     }
 
+    /// The ids of the nodes that have a directory here, lowest first (none: no cluster here).
+    pub fn node_ids(&self) -> Vec<i32> {
+        let mut ids: Vec<i32> = std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix(names::NODE_PREFIX)?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// A node's log as a run directory cites it: `cluster/node-<id>/server.log`.
+    pub fn node_log_name(id: i32) -> String {
+        format!("{}/{}{id}/{}", names::CLUSTER, names::NODE_PREFIX, names::SERVER_LOG)
+    }
+
     /// The broker's log (a local node writes it there; a container's is collected there at teardown).
     pub fn node_log(&self, id: i32) -> PathBuf {
         self.node(id).join(names::SERVER_LOG)
@@ -389,6 +406,8 @@ mod tests {
         assert_eq!(run.cluster().node_log(1), p("/r/run-1/cluster/node-1/server.log"));
         assert_eq!(run.cluster().node_properties(2), p("/r/run-1/cluster/node-2/server.properties"));
         assert_eq!(run.cluster().node_logs(3), p("/r/run-1/cluster/node-3/logs"));
+        assert_eq!(ClusterDir::node_log_name(2), "cluster/node-2/server.log");
+        assert!(run.cluster().node_ids().is_empty(), "no such directory: no nodes");
 
         let m = run.mode("legacy~restore-off-by-one");
         let in_mode = |s: &str| p(&format!("/r/run-1/legacy~restore-off-by-one/{s}"));

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use sinkhole_base::provenance::Provenance;
 use sinkhole_base::rundir::{names, RunDir};
 use sinkhole_model::SinkMode;
 
@@ -116,7 +117,7 @@ pub fn write(run: &RunDir, out: Option<&Path>) -> Result<Bundle, BundleError> {
             add(name.to_string(), clean.into_bytes());
         }
     }
-    for id in node_ids(run) {
+    for id in run.cluster().node_ids() {
         if let Ok(text) = std::fs::read_to_string(run.cluster().node_properties(id)) {
             let (clean, n) = redact::redact(&text);
             redacted += n;
@@ -170,17 +171,6 @@ pub fn write(run: &RunDir, out: Option<&Path>) -> Result<Bundle, BundleError> {
         replay,
         left_out,
     })
-}
-
-fn node_ids(run: &RunDir) -> Vec<i32> {
-    let mut ids: Vec<i32> = std::fs::read_dir(run.cluster().path())
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix(names::NODE_PREFIX)?.parse().ok())
-        .collect();
-    ids.sort_unstable();
-    ids
 }
 
 /// The log lines the stories cite, with [`CONTEXT_LINES`] around each, one file per log:
@@ -243,11 +233,18 @@ fn versions(run: &RunDir, f: &Facts) -> String {
             Some((m.clone(), serde_json::from_str(&t).ok()?))
         })
         .collect();
+    let ran_by = std::fs::read_to_string(run.summary()).ok().and_then(|t| Provenance::of_json(&t));
+    let flink_spec = sinkhole_scenario::load(&run.scenario()).ok().and_then(|s| s.flink).map(|f| {
+        let connector = f.connector.clone().or_else(|| sinkhole_install::flink::default_connector(&f.version).map(str::to_string));
+        serde_json::json!({"flink": f.version, "connector": connector, "connector_jar": f.connector_jar})
+    });
     let v = serde_json::json!({
-        "rig": sinkhole_base::provenance::Provenance::current(),
+        "rig_that_ran": ran_by,
+        "bundled_by": Provenance::current(),
         "kafka": f.kafka,
         "kafka_artifacts": artifacts,
-        "flink": flink,
+        "flink": flink_spec,
+        "flink_provenance": flink,
         "seed": f.seed,
         "run_id": f.run_id,
     });

@@ -21,7 +21,7 @@ use super::logs::{cluster_event, excerpt, LogFile, LogKind, Needles};
 pub const MAX_LOG_LINES: usize = 40;
 /// How long before a transaction's first event, and after its last (or the last fault that
 /// touched it), a chain looks for faults and log lines.
-pub const MARGIN_MS: u64 = 5_000;
+pub const MARGIN_MS: u64 = 2_000;
 /// The longest log excerpt, in characters.
 pub const EXCERPT_CHARS: usize = 400;
 
@@ -130,10 +130,13 @@ pub struct Inputs<'a> {
     pub flink: bool,
 }
 
+/// One transaction's anomalies (`None`: records no transaction was tied to), with an example each.
+pub type Group = (Option<String>, Vec<(Anomaly, Example)>);
+
 /// The anomalies of the verdict, grouped by transaction: those that leave a transaction open
 /// or torn first (the root causes a later loss sits behind), then the others in checkpoint
 /// order; examples with no transaction come last under `None`.
-pub fn by_transaction(v: &Verdict) -> Vec<(Option<String>, Vec<(Anomaly, Example)>)> {
+pub fn by_transaction(v: &Verdict) -> Vec<Group> {
     let mut groups: BTreeMap<Option<String>, Vec<(Anomaly, Example)>> = BTreeMap::new();
     for a in Anomaly::ALL.iter().copied() {
         for e in v.examples.get(a) {
@@ -277,7 +280,9 @@ fn window(i: &Inputs<'_>, tid: &str, open: bool) -> (Option<u64>, u64) {
     let mut started: Vec<&str> = Vec::new();
     for e in i.events {
         match &e.kind {
-            EventKind::FaultStarted { name, .. } if e.wall_ms <= end + MARGIN_MS && e.wall_ms + 1_000 >= first => {
+            // A fault that started while it was open (not one that started while an earlier
+            // fault was healing: the window does not chain from fault to fault).
+            EventKind::FaultStarted { name, .. } if e.wall_ms <= last + MARGIN_MS && e.wall_ms + 1_000 >= first => {
                 started.push(name);
                 end = end.max(e.wall_ms);
             }

@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use sinkhole_base::provenance::Provenance;
-use sinkhole_base::rundir::{topic_of, ModeDir, RunDir};
+use sinkhole_base::rundir::{topic_of, ClusterDir, ModeDir, RunDir};
 use sinkhole_checker::verdict::Verdict;
 use sinkhole_model::SinkMode;
 
@@ -107,23 +107,10 @@ pub fn explain(run: &RunDir, mode: Option<&str>) -> Result<Vec<Story>, StoryErro
 /// Every node's `server.log` under the run's `cluster/`.
 fn broker_logs(run: &RunDir) -> Vec<LogFile> {
     let cluster = run.cluster();
-    let mut ids: Vec<i32> = std::fs::read_dir(cluster.path())
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix(sinkhole_base::rundir::names::NODE_PREFIX)?.parse().ok())
-        .collect();
-    ids.sort_unstable();
-    ids.iter()
-        .filter_map(|id| {
-            let name = format!(
-                "{}/{}{id}/{}",
-                sinkhole_base::rundir::names::CLUSTER,
-                sinkhole_base::rundir::names::NODE_PREFIX,
-                sinkhole_base::rundir::names::SERVER_LOG
-            );
-            LogFile::read(&cluster.node_log(*id), &name, LogKind::Broker)
-        })
+    cluster
+        .node_ids()
+        .iter()
+        .filter_map(|id| LogFile::read(&cluster.node_log(*id), &ClusterDir::node_log_name(*id), LogKind::Broker))
         .collect()
 }
 
@@ -191,7 +178,7 @@ fn of_mode(run: &RunDir, mode: &str, broker: &[LogFile]) -> Result<Story, StoryE
 pub fn tell(i: &Inputs<'_>) -> Story {
     let v = i.verdict;
     let groups = by_transaction(v);
-    let roots: Vec<&(Option<String>, Vec<_>)> = groups.iter().filter(|(t, ex)| is_root(v, t, ex)).collect();
+    let roots: Vec<&chain::Group> = groups.iter().filter(|(t, ex)| is_root(v, t, ex)).collect();
     let stuck = v.hanging.iter().any(|h| !h.stuck.is_empty()) || !v.uncommitted_tail.is_empty();
     let mut chains = Vec::new();
     let mut behind = Vec::new();

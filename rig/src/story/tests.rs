@@ -35,7 +35,7 @@ fn the_marker_bug_is_told_in_order_kill_fencing_skipped_markers_and_the_open_tra
     assert_eq!(c.txn.transactional_id.as_deref(), Some("sinkhole-fef39b7d-legacy-1-5"));
     assert_eq!((c.txn.producer_id, c.txn.epoch, c.txn.checkpoint), (Some(1002), Some(0), Some(5)));
     let at = |what: &dyn Fn(&chain::Entry) -> bool| {
-        c.timeline.iter().position(|e| what(e)).unwrap_or_else(|| panic!("not told: {:#?}", c.timeline))
+        c.timeline.iter().position(what).unwrap_or_else(|| panic!("not told: {:#?}", c.timeline))
     };
     let kill = at(&|e| e.link == Link::Fault && e.text.contains("kill-leader (broker-kill) fired"));
     let fencing = at(&|e| e.link == Link::BrokerLog && e.text.contains("Fencing broker 1"));
