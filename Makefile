@@ -70,7 +70,9 @@ NIGHTLY_KAFKA ?= 4.4.0
 NIGHTLY_ARGS ?=
 #
 # Then the known Kafka bug's first bad release: `sinkhole bisect` of
-# markers-skipped-after-crash over $(NIGHTLY_BISECT), 3 seeds a version, held to
+# markers-skipped-leader-dies (the marker bug on 3 brokers, which loses records on
+# every seed of an affected release; the single node's loss also needs a race inside
+# the broker, docs/SCENARIOS.md) over $(NIGHTLY_BISECT), 3 seeds a version, held to
 # the release its expect_by names (exit 1 when the releases say otherwise).
 NIGHTLY_BISECT ?= 4.0.0..4.4.0
 NIGHTLY_FIRST_BAD ?= 4.3.0
@@ -86,7 +88,7 @@ nightly: build
 	status=0; \
 	$(BIN) matrix scenarios --kafka $(NIGHTLY_KAFKA) $(NIGHTLY_ARGS) || status=$$?; \
 	$(BIN) calibrate scenarios --kafka $(NIGHTLY_KAFKA) || status=1; \
-	$(BIN) bisect scenarios/markers-skipped-after-crash.yaml --kafka $(NIGHTLY_BISECT) --seed-count 3 \
+	$(BIN) bisect scenarios/markers-skipped-leader-dies.yaml --kafka $(NIGHTLY_BISECT) --seed-count 3 \
 		--expect-first $(NIGHTLY_FIRST_BAD) || status=1; \
 	$(CARGO) test -p sinkhole --test integration -- --ignored flink_live:: || status=1; \
 	exit $$status

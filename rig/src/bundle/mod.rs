@@ -235,7 +235,8 @@ fn versions(run: &RunDir, f: &Facts) -> String {
         .collect();
     let ran_by = std::fs::read_to_string(run.summary()).ok().and_then(|t| Provenance::of_json(&t));
     let flink_spec = sinkhole_scenario::load(&run.scenario()).ok().and_then(|s| s.flink).map(|f| {
-        let connector = f.connector.clone().or_else(|| sinkhole_install::flink::default_connector(&f.version).map(str::to_string));
+        let connector =
+            f.connector.clone().or_else(|| sinkhole_install::flink::default_connector(&f.version).map(str::to_string));
         serde_json::json!({"flink": f.version, "connector": connector, "connector_jar": f.connector_jar})
     });
     let v = serde_json::json!({
@@ -264,7 +265,7 @@ fn readme(root: &str, stories: &[Story], replay: &str, redacted: usize, files: &
         t.push_str(&format!("- {}: **{}** — its story: `{}/story.md`\n", s.mode, s.words, s.mode));
     }
     t.push_str(&format!(
-        "\n## Replay\n\nFrom a clone of sinkhole (`make build`), in this directory:\n\n    {replay}\n\n\
+        "\n## Replay\n\nWith the `sinkhole` binary of a clone of sinkhole (`make build` puts it in `target/release/`), in this directory:\n\n    {replay}\n\n\
          `scenario.yaml` is the run's resolved scenario: every fault explicit (a random schedule written out), \
          the expectations of this Kafka version, the premises. The seed draws the same schedule and the same proxy decisions.\n\n"
     ));

@@ -22,6 +22,8 @@ pub const MAX_LOG_LINES: usize = 40;
 /// How long before a transaction's first event, and after its last (or the last fault that
 /// touched it), a chain looks for faults and log lines.
 pub const MARGIN_MS: u64 = 2_000;
+/// The most record ranges a chain lists (the verdict keeps the rest).
+pub const MAX_RECORD_LINES: usize = 6;
 /// The longest log excerpt, in characters.
 pub const EXCERPT_CHARS: usize = 400;
 
@@ -192,6 +194,11 @@ pub fn build(i: &Inputs<'_>, tid: Option<&str>, anomalies: &[(Anomaly, Example)]
         if e.seq.is_some() || e.offset.is_some() {
             c.records.push(records_of(*a, e));
         }
+    }
+    if c.records.len() > MAX_RECORD_LINES {
+        let more = c.records.len() - MAX_RECORD_LINES;
+        c.records.truncate(MAX_RECORD_LINES);
+        c.records.push(format!("{more} more example(s) in the verdict"));
     }
     if let Some(h) = hanging {
         if c.found.is_empty() || !c.found.iter().any(|f| f.contains(&h.story)) {
