@@ -78,3 +78,20 @@ fn a_directory_that_is_no_run_is_bad_input() {
     let e = write(&RunDir::at(std::env::temp_dir().join("sinkhole-no-such-run")), None).unwrap_err();
     assert!(e.is_bad_input(), "{e}");
 }
+
+#[test]
+fn a_flink_runs_bundle_names_flink_the_connector_and_its_jar() {
+    let run = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/flink-flip319/flink-flip319-long-outage-20261207T213421-1");
+    let out = std::env::temp_dir().join(format!("sinkhole-bundle-flink-{}.tar.gz", std::process::id()));
+    let b = write(&RunDir::at(&run), Some(&out)).unwrap();
+    assert!(b.replay.ends_with("--seed 1 --mode flink-kafkasink"), "{}", b.replay);
+    let root = "flink-flip319-long-outage-20261207T213421-1";
+    let v: serde_json::Value = serde_json::from_str(&read_in(&out, &format!("{root}/versions.json"))).unwrap();
+    assert_eq!(v["flink"]["flink"], "2.2.1");
+    assert_eq!(v["flink"]["connector"], "5.0.0-2.2");
+    assert_eq!(v["flink_provenance"]["flink-kafkasink"]["proven"], true);
+    assert_eq!(v["rig_that_ran"]["schema_version"], 1);
+    assert!(listing(&out).contains(&format!("{root}/log-excerpts/flink-kafkasink-flink-log-tm-0.log.txt")));
+    std::fs::remove_file(&out).unwrap();
+}

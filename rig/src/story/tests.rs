@@ -96,3 +96,31 @@ fn bad_input_is_named_and_is_the_users() {
     assert!(matches!(e, StoryError::OldRig { .. }) && e.is_bad_input(), "{e}");
     assert!(e.to_string().contains("sinkhole check"), "{e}");
 }
+
+/// A FLIP-319 run of Flink's own KafkaSink (`rig/tests/fixtures/flink-flip319`).
+fn flink_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/flink-flip319/flink-flip319-long-outage-20261207T213421-1")
+}
+
+#[test]
+fn flinks_own_sink_is_told_with_its_logs_the_held_commit_the_timeout_and_the_fenced_recovery() {
+    let s = explain(&RunDir::at(flink_fixture()), None).unwrap();
+    assert_eq!(s.len(), 1, "only the mode with a verdict");
+    let s = &s[0];
+    assert_eq!(s.mode, "flink-kafkasink");
+    assert!(s.words.starts_with("LOST 408"), "{}", s.words);
+    assert!(s.logs_read.iter().any(|l| l == "flink-kafkasink/flink/log/tm-0.log"), "{:?}", s.logs_read);
+    let c = &s.chains[0];
+    assert_eq!(c.txn.checkpoint, Some(4));
+    let at = |what: &dyn Fn(&chain::Entry) -> bool| {
+        c.timeline.iter().position(what).unwrap_or_else(|| panic!("{:#?}", c.timeline))
+    };
+    let held = at(&|e| e.link == Link::Wire && e.text.contains("EndTxn") && e.text.contains("delayed 12000 ms"));
+    let outage = at(&|e| e.link == Link::Fault && e.text.contains("outage (job-outage) fired"));
+    let rollback = at(&|e| e.link == Link::BrokerLog && e.text.contains("Completed rollback of ongoing transaction"));
+    let fenced = at(&|e| e.link == Link::FlinkLog && e.text.contains("KafkaCommitter") && e.text.contains("ERROR"));
+    assert!(held < outage && outage < rollback && rollback < fenced, "{held} {outage} {rollback} {fenced}");
+    assert!(c.timeline[fenced].cite.starts_with("flink-kafkasink/flink/log/tm-0.log:"));
+    assert!(!c.missing.iter().any(|m| m.contains("no Flink log")), "{:?}", c.missing);
+}
