@@ -293,6 +293,12 @@ tr.error td.outcome{color:#8e24aa;font-weight:700}
 .problem{color:#c62828;font-size:13px}
 ol.log{font-size:12px;padding-left:22px;margin:4px 0} ol.log li{margin:1px 0}
 table.examples{margin:6px 0;font-size:12px;width:100%}
+table.story{margin:6px 0;font-size:12px;width:100%}
+table.story td{vertical-align:top;padding:2px 6px;border-bottom:1px solid #eee}
+table.story td:first-child,table.story td:nth-child(2),table.story td:nth-child(3){white-space:nowrap}
+#story ul{font-size:13px;margin:4px 0}
+table.story tr.fault td{background:#fff4e5} table.story tr.broker-log td{background:#eef4ff}
+table.story tr.flink-log td{background:#f1f8ee} ul.missing li{color:#8a5a00}
 td.tid{word-break:break-all;font-family:ui-monospace,monospace;font-size:11px}
 table.lat{font-size:11px} table.lat td,table.lat th{white-space:nowrap;padding:2px 4px}
 caption{text-align:left} table.examples caption{text-align:left;font-weight:600;font-size:13px;padding:3px 0}
