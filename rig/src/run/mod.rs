@@ -354,6 +354,14 @@ pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Resul
         (true, Some(key)) => (result, Some(Warm { cluster, key, started_by })),
         _ => {
             cluster.teardown().await;
+            // Drawn once more with the brokers stopped: their logs, which each anomaly's story
+            // cites, are complete only now (a broker's log4j writes behind), so the page is the
+            // one `sinkhole check` draws later.
+            if result.is_ok() {
+                if let Err(e) = crate::results::report::write_report(&plan.dir) {
+                    progress(&format!("report.html not rewritten after the teardown: {e:#}"));
+                }
+            }
             (result, None)
         }
     }
