@@ -1,15 +1,16 @@
 //! `sinkhole explore` end to end on real Kafka 4.4.0: one run of a small scenario with a
 //! seed whose schedule restores the job, under the mutant that rewinds one record too far,
 //! so the run must be a finding: saved as found/01-lost.yaml with its seed, in explore.json
-//! with its signature and in explore.html, the schedule the binary ran the one the library
-//! draws for that seed, and the run's brokers' log segments removed with its cluster.
+//! with its signature and in explore.html, the job and the schedule the binary ran the ones the
+//! library draws for that seed, and the run's brokers' log segments removed with its cluster.
 use crate::common;
 
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use sinkhole_rig::explore::draw::{draw, Outages};
+use sinkhole_rig::explore::draw::Outages;
+use sinkhole_rig::explore::shape::run_of;
 use sinkhole_scenario::{Family, FaultKind};
 
 #[test]
@@ -24,7 +25,7 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
         |k: FaultKind| matches!(k, FaultKind::KillWorkers | FaultKind::JobOutage | FaultKind::CoordinatorCrash);
     let seed = (0..200)
         .find(|seed| {
-            let f = draw(&s, *seed, Outages::Short).faults;
+            let f = run_of(&s, *seed, Outages::Short).drawn.faults;
             f.iter().any(|f| restores(f.kind.kind())) && f.iter().all(|f| f.kind.kind().family() != Family::Brokers)
         })
         .expect("a seed that restores the job");
@@ -57,9 +58,11 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert!(text.contains(&format!("# seed: {seed}\n")) && text.contains("--seed"), "{text}");
     let saved = sinkhole_scenario::load(&found).unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!(saved.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy~restore-off-by-one"]);
-    // The binary ran what the library draws for the seed.
+    // The binary ran what the library draws for the seed: its job, then its faults.
     let ran = sinkhole_scenario::load(&dir.join("schedules/run-001.yaml")).unwrap_or_else(|e| panic!("{}", e.render()));
-    assert_eq!(ran.faults, draw(&s, seed, Outages::Short).faults);
+    let drawn = run_of(&s, seed, Outages::Short);
+    assert_eq!((&ran.job, &ran.faults), (&drawn.scenario.job, &drawn.drawn.faults));
+    assert_eq!(e["runs"][0]["shape"].as_str(), Some(drawn.shape.text().as_str()), "{e}");
     assert_eq!(saved.faults, ran.faults, "not shrunk: the run's faults");
     assert!(e["coverage"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["hits"] == c["runs"])), "{e}");
     // The detection: the mutant found in run 1, no later than the campaign's end; the memory
