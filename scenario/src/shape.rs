@@ -535,10 +535,13 @@ impl Shape {
             s.flink.get_or_insert_with(Default::default).naming = n;
         }
         let (before, after) = (job_ms(base), job_ms(&s));
+        let warm_up = 2 * s.job.checkpoint_interval_ms;
         if let Some(r) = s.schedule.as_mut().filter(|_| before != after && before > 0) {
             let scale = |t: u64| u64::try_from(u128::from(t) * u128::from(after) / u128::from(before)).unwrap_or(t);
             let end = scale(r.end_ms);
-            r.start_ms = scale(r.start_ms).min(end.saturating_sub(1));
+            // Not earlier than the window's own start or two intervals in, whichever is sooner:
+            // a fault before the job is up would meet no worker.
+            r.start_ms = scale(r.start_ms).max(r.start_ms.min(warm_up)).min(end.saturating_sub(1));
             r.end_ms = end;
         }
         s

@@ -238,6 +238,10 @@ fn a_shape_reads_off_a_scenario_and_writes_back_into_it() {
     assert_eq!(job_ms(&t), 20_000);
     let r = t.schedule.as_ref().unwrap();
     assert_eq!([r.start_ms, r.end_ms], [1_500, 15_000]);
+    // A window scaled down starts no sooner than two intervals in (or its own start).
+    let short = Shape { records_per_subtask: 8_000, ..other }.apply(&s);
+    let r = short.schedule.as_ref().unwrap();
+    assert_eq!((job_ms(&short), [r.start_ms, r.end_ms]), (4_000, [800, 3_000]));
     assert_eq!(other.text(), "p3 cc3 ci400 tt55000 r40000@2000 V1");
     // The written scenario loads again, its shape the drawn one.
     let text = serde_saphyr::to_string(&t).unwrap();
