@@ -17,7 +17,8 @@
 //! The job's steps cost a run each at most once over the whole search: a field
 //! whose move lost the failure is one the failure needs (a bug that shows only
 //! with three pending checkpoints), and is not tried again; the whole-job step
-//! is tried once. A job is only ever moved to a shape its bounds admit (the
+//! is tried once; and a fault list that did not fail with one job is not run
+//! again once the job is simpler. A job is only ever moved to a shape its bounds admit (the
 //! timeout raised to its floor when a longer interval needs it), so a faithful
 //! sink's shrink never tries a job it is not meant to survive.
 use std::collections::VecDeque;
@@ -272,7 +273,14 @@ impl Search {
         }
         while let Some(c) = self.pending.pop_front() {
             let key = (c.faults.clone(), c.shape);
-            if self.tried.contains(&key) {
+            // A fault list that did not fail with one job is not run again with a simpler one
+            // (the job's steps only simplify): after a job step, the drops tried before it are
+            // passed over.
+            let seen = match c.moves {
+                Moves::Faults => self.tried.iter().any(|(f, _)| *f == c.faults),
+                _ => self.tried.contains(&key),
+            };
+            if seen {
                 continue;
             }
             if ok(&c) {

@@ -198,12 +198,18 @@ fn a_findings_job_moves_toward_the_scenarios_own_except_where_the_failure_needs_
     // A bug that needs fault d and several pending checkpoints (a restore's later committables).
     let needs = |c: &Candidate| names(&c.faults).contains(&"d") && c.shape.unwrap().max_concurrent_checkpoints >= 2;
     let mut job_runs = 0;
+    let mut fault_lists: Vec<Vec<FaultSpec>> = Vec::new();
     let search = Search::with_job(s.faults.clone(), drawn_job(), toward.clone(), 200);
     let done = run_search(
         search,
         |_| true,
         |c| {
             job_runs += usize::from(c.moves != search::Moves::Faults);
+            if c.moves == search::Moves::Faults {
+                // A fault list that did not fail is not run again once the job is simpler.
+                assert!(!fault_lists.contains(&c.faults), "ran again after a job step: {}", c.step);
+                fault_lists.push(c.faults.clone());
+            }
             needs(c)
         },
     );
