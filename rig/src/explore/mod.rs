@@ -6,10 +6,12 @@
 //! the others by running generated histories under a random nemesis and
 //! keeping what its checkers flag; QuickCheck shrinks the failing input to
 //! the smallest that still fails. This is both over the rig's pieces: run
-//! 1, 2, … draws its faults from seed S, S+1, … ([`draw`]: every kind the
-//! scenario's cluster can host, at times and at checkpoint phases), runs the
-//! scenario's cluster, job and modes with them, and judges each mode by the
-//! scenario's expectation. A mode that fails its expectation is a finding:
+//! 1, 2, … draws its job from seed S, S+1, … ([`shape`]: parallelism,
+//! concurrent checkpoints, interval, rate, records, timeout, protocol within the
+//! scenario's `shape:` bounds, swarm testing), then its faults over that job
+//! ([`draw`]: every kind the scenario's cluster can host, at times and at
+//! checkpoint phases), runs the scenario's cluster and modes with them, and
+//! judges each mode by the scenario's expectation. A mode that fails its expectation is a finding:
 //! the fault list is shrunk by `sinkhole shrink`'s search (a few runs), saved
 //! as `found/NN-<anomaly>.yaml` with its seed, and told apart from the
 //! findings before it by its signature ([`findings`]). Each mode's history says which protocol
@@ -33,6 +35,7 @@ pub mod findings;
 pub mod html;
 pub mod merge;
 pub mod report;
+pub mod shape;
 pub mod states;
 
 use std::path::{Path, PathBuf};
@@ -41,7 +44,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context};
 use sinkhole_checker::verdict::Outcome;
 use sinkhole_model::SinkMode;
-use sinkhole_scenario::{FaultSpec, Scenario};
+use sinkhole_scenario::{FaultSpec, Scenario, Shape};
 
 use crate::results::summary::{ModeSummary, Summary};
 use crate::run::{self, RunArgs, RunError};
@@ -191,6 +194,7 @@ pub async fn explore(args: ExploreArgs) -> Result<Explored, RunError> {
         c.args.seed_of(first_seed, 1),
         c.dir.display()
     ));
+    say(&format!("each run's job drawn within: {}", c.checked.scenario.shape_bounds().text()));
     c.quiet_runs();
     let result = c.all_runs().await;
     run::set_progress_sink(None);
@@ -290,25 +294,21 @@ impl Campaign {
     /// Run `i`: draw, write, run, judge each mode, keep the findings.
     async fn one_run(&mut self, i: u32) -> Result<(), RunError> {
         let seed = self.args.seed_of(self.first_seed, i);
-        let (drawn, aim) = self.aims.draw(&self.checked.scenario, seed, &self.states.reached());
+        let (run, aim) = self.aims.run_of(&self.checked.scenario, seed, &self.states.reached());
+        let (drawn, s) = (&run.drawn, &run.scenario);
         let file = self.dir.join("schedules").join(format!("run-{:03}.yaml", i + 1));
-        let mut s = self.checked.scenario.clone();
-        s.faults = drawn.faults.clone();
-        s.schedule = None;
-        if let Some(a) = &aim {
-            a.needs.apply(&mut s.job);
-        }
         let mut header = vec![
             format!(
-                "exploration run {} of {}, seed {seed}: {} drawn faults",
+                "exploration run {} of {}, seed {seed}: job {}, {} drawn faults",
                 i + 1,
                 self.args.runs,
+                run.shape.text(),
                 drawn.faults.len()
             ),
             format!("replay: sinkhole run {} --seed {seed}", file.display()),
         ];
         header.extend(aim.as_ref().map(|a| format!("aimed at {} (checkpoint {})", a.state, a.checkpoint)));
-        std::fs::write(&file, shrink::scenario_yaml(&s, &header)?)
+        std::fs::write(&file, shrink::scenario_yaml(s, &header)?)
             .with_context(|| format!("writing {}", file.display()))?;
         let rargs = RunArgs {
             file,
@@ -318,7 +318,8 @@ impl Campaign {
             drop_data: !self.args.keep_data,
             ..RunArgs::default()
         };
-        let mut row = RunRow::new(i + 1, seed, &drawn).aimed(aim.as_ref());
+        let mut row = RunRow::new(i + 1, seed, drawn).aimed(aim.as_ref());
+        row.shape = run.shape.text();
         match run::run_on(&rargs, None, None).await {
             Ok(sum) => {
                 // When the run ended: each of its findings' detection time (shrinks not counted).
@@ -392,9 +393,9 @@ impl Campaign {
         }
         let shrunk = self.shrink(sum, m, &kinds).await;
         self.quiet_runs();
-        let (minimal, shrink_runs, shrink_stop, not_shrunk) = match shrunk {
-            Ok((faults, runs, stop)) => (faults, runs, Some(stop), None),
-            Err(why) => (faults.to_vec(), 0, None, Some(why)),
+        let (minimal, job, shrink_runs, shrink_stop, not_shrunk) = match shrunk {
+            Ok((faults, job, runs, stop)) => (faults, job, runs, Some(stop), None),
+            Err(why) => (faults.to_vec(), None, 0, None, Some(why)),
         };
         let sig = Signature::of(mode, &anomaly, &minimal);
         if !self.findings.seen(&sig, &sum.run_id) {
@@ -404,7 +405,7 @@ impl Campaign {
         }
         let n = self.findings.next_number();
         let path = self.dir.join(FOUND_DIR).join(findings::file_name(n, &anomaly));
-        self.save(sum, m, &minimal, &sig, &path)?;
+        let job = self.save(sum, m, &minimal, job, &sig, &path)?;
         self.findings.push(Finding {
             n,
             run: self.rows.len() as u32 + 1,
@@ -416,6 +417,7 @@ impl Campaign {
             words: m.words(),
             faults_before: faults.len(),
             faults_after: minimal.len(),
+            job,
             shrink_runs,
             shrink_stop,
             not_shrunk,
@@ -425,14 +427,14 @@ impl Campaign {
         Ok(n)
     }
 
-    /// The failing mode's faults shrunk by `sinkhole shrink` within the
+    /// The failing mode's faults (and job) shrunk by `sinkhole shrink` within the
     /// budget left; `Err` says why the run's own faults are kept.
     async fn shrink(
         &self,
         sum: &Summary,
         m: &ModeSummary,
         kinds: &[String],
-    ) -> Result<(Vec<FaultSpec>, u32, String), String> {
+    ) -> Result<(Vec<FaultSpec>, Option<Shape>, u32, String), String> {
         let mode = m.mode.name();
         if let Some(why) = why_not_shrunk(&self.args, mode, &m.reason, kinds, &self.findings.list, self.remaining()) {
             return Err(why);
@@ -443,27 +445,33 @@ impl Campaign {
             max_runs: self.args.shrink_runs,
             max_time: self.remaining(),
             drop_data: !self.args.keep_data,
+            toward: Some(shape::toward(&self.checked.scenario)),
         };
         let r = shrink::shrink(args).await.map_err(|e| match e {
             RunError::BadInput(e) | RunError::Failed(e) => format!("the shrink failed: {e:#}"),
         })?;
         let s = sinkhole_scenario::load(&r.minimal).map_err(|e| e.render())?;
-        Ok((s.faults, r.runs, format!("{:?}", r.stop).to_lowercase()))
+        Ok((s.faults.clone(), Some(Shape::of(&s)), r.runs, format!("{:?}", r.stop).to_lowercase()))
     }
 
     /// `found/NN-<anomaly>.yaml`: the run's resolved scenario with only the
-    /// failing mode and `faults`, and how to replay it.
+    /// failing mode, `faults` and the shrunk `job` (else the run's), and how to replay it;
+    /// returns the job it saved, compactly.
     fn save(
         &self,
         sum: &Summary,
         m: &ModeSummary,
         faults: &[FaultSpec],
+        job: Option<Shape>,
         sig: &Signature,
         path: &Path,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<String> {
         let file = sinkhole_base::rundir::RunDir::at(&sum.dir).scenario();
         let resolved = sinkhole_scenario::load(&file).map_err(|e| anyhow!(e.render()))?;
-        let s = shrink::candidate_scenario(&resolved, m.mode, faults);
+        let mut s = shrink::candidate_scenario(&resolved, m.mode, faults);
+        if let Some(job) = job {
+            s = job.apply(&s);
+        }
         let header = vec![
             format!(
                 "found by `sinkhole explore` over {} in run {} (Kafka {}): {} {}",
@@ -474,10 +482,13 @@ impl Campaign {
                 m.words()
             ),
             format!("signature: {}", sig.text()),
+            format!("job: {} (the run's: {})", Shape::of(&s).text(), Shape::of(&resolved).text()),
             format!("replay: sinkhole run {} --seed {}", path.display(), sum.seed),
             format!("seed: {}", sum.seed),
         ];
-        std::fs::write(path, shrink::scenario_yaml(&s, &header)?).with_context(|| format!("writing {}", path.display()))
+        std::fs::write(path, shrink::scenario_yaml(&s, &header)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(Shape::of(&s).text())
     }
 
     fn progress_line(&self, row: &RunRow) -> String {
@@ -487,11 +498,12 @@ impl Campaign {
             row.modes.iter().map(|m| format!("{} {}", m.mode, m.words)).collect::<Vec<_>>().join("; ")
         };
         format!(
-            "run {}/{} [{}] seed {}: {} fault(s) → {}{}; findings so far {}, inconclusive {}{}",
+            "run {}/{} [{}] seed {} job {}: {} fault(s) → {}{}; findings so far {}, inconclusive {}{}",
             row.i,
             self.args.runs,
             crate::matrix::human_duration(self.t0.elapsed().as_millis() as u64),
             row.seed,
+            row.shape,
             row.faults,
             verdicts,
             row.aim_words(),

@@ -102,6 +102,9 @@ pub struct RunRow {
     /// 1-based.
     pub i: u32,
     pub seed: u64,
+    /// The job drawn for it, compactly (`p2 cc3 ci400 tt60000 r12000@2000 V2`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub shape: String,
     /// Faults drawn (and run).
     pub faults: usize,
     /// Faults the generator drew that the scenario refused.
@@ -141,6 +144,7 @@ impl RunRow {
         RunRow {
             i,
             seed,
+            shape: String::new(),
             faults: d.faults.len(),
             refused: d.refused,
             spaced: d.spaced,
@@ -278,8 +282,9 @@ pub fn render(e: &Explored) -> String {
                 (Some(why), _) => format!("not shrunk: {why}"),
                 (None, n) => format!("shrunk in {n} run(s)"),
             };
+            let job = if f.job.is_empty() { String::new() } else { format!(", job {}", f.job) };
             out.push_str(&format!(
-                "  {:02}  {}\n      seed {}, seen in {} run(s), faults {} → {} ({shrunk}): {}\n",
+                "  {:02}  {}\n      seed {}, seen in {} run(s), faults {} → {} ({shrunk}){job}: {}\n",
                 f.n,
                 f.signature.text(),
                 f.seed,

@@ -194,6 +194,7 @@ fn finding(sig: &Signature, seed: u64, path: &str, runs: &[&str]) -> super::find
         words: "LOST 3 — expected clean".into(),
         faults_before: 4,
         faults_after: 1,
+        job: "p1 cc3 ci400 tt60000 r12000@2000 V2".into(),
         shrink_runs: 2,
         shrink_stop: Some("minimal".into()),
         not_shrunk: None,
@@ -375,6 +376,7 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         runs: vec![RunRow {
             i: 1,
             seed: 8,
+            shape: "p3 cc3 ci400 tt60000 r12000@2000 V1".into(),
             faults: 1,
             refused: 0,
             spaced: 1,
@@ -399,7 +401,10 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(t.starts_with("2 runs of s in 1m01s (the time budget ran out): 1 finding(s), 1 inconclusive"), "{t}");
     assert!(t.contains("01  legacy: lost × kill-workers × checkpoint_persisted"), "{t}");
     assert!(
-        t.contains("seed 8, seen in 2 run(s), faults 4 → 1 (shrunk in 2 run(s)): results/explore-x/found/01-lost.yaml"),
+        t.contains(
+            "seed 8, seen in 2 run(s), faults 4 → 1 (shrunk in 2 run(s)), job p1 cc3 ci400 tt60000 r12000@2000 V2: \
+             results/explore-x/found/01-lost.yaml"
+        ),
         "{t}"
     );
     assert!(t.lines().any(|l| l.starts_with("kill-workers") && l.ends_with("1/1")), "{t}");
@@ -428,6 +433,9 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(h.contains("<th>checkpoint_persisted</th>") && h.contains("<td class=\"hit\">1/1</td>"), "{h}");
     assert!(h.contains("<a href=\"runs/s-1-8/report.html\">1</a>"), "{h}");
     assert!(h.contains("(0 refused, 1 spaced)"), "{h}");
+    // Each run's drawn job, and the finding's job as saved (shrunk toward the scenario's).
+    assert!(h.contains("<td><code>p3 cc3 ci400 tt60000 r12000@2000 V1</code></td>"), "{h}");
+    assert!(h.contains("<br>job <code>p1 cc3 ci400 tt60000 r12000@2000 V2</code>"), "{h}");
     assert!(h.contains("<td>legacy</td><td class=\"hit\">finding 01 in run 1 of 2 (seed 8), after 42.0s</td>"), "{h}");
     assert!(h.contains("<td>twopc-inject</td><td class=\"none\">no finding in 2 run(s)</td>"), "{h}");
     assert!(h.contains("memory between runs: 41 MB at the start"), "{h}");
@@ -587,6 +595,7 @@ fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings:
             RunRow {
                 i: i as u32 + 1,
                 seed: *seed,
+                shape: "p2 cc1 ci1000 tt60000 r40000@1000 V2".into(),
                 faults: 1,
                 refused: 0,
                 spaced: 0,

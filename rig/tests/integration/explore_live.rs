@@ -1,9 +1,9 @@
 //! `sinkhole explore` end to end on real Kafka 4.4.0: one run of a small scenario with a
 //! seed whose schedule restores the job, under the mutant that rewinds one record too far,
 //! so the run must be a finding: saved as found/01-lost.yaml with its seed, in explore.json
-//! with its signature and in explore.html, the schedule the binary ran the one the library
-//! draws (and aims) for that seed, the protocol states its history shows in its row and in
-//! the campaign's coverage of states, and the run's brokers' log segments removed with its
+//! with its signature and in explore.html, the job and the schedule the binary ran the ones the
+//! library draws (and aims) for that seed, the protocol states its history shows in its row and
+//! in the campaign's coverage of states, and the run's brokers' log segments removed with its
 //! cluster.
 use crate::common;
 
@@ -28,12 +28,12 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     // broker's restart is slow next to a six-second job).
     let mode = SinkMode::parse("legacy~restore-off-by-one").unwrap();
     let aims = Aims::new(&s, &[mode]);
-    let drawn = |seed: u64| aims.draw(&s, seed, &Default::default());
+    let planned = |seed: u64| aims.run_of(&s, seed, &Default::default());
     let seed = (0..200)
         .find(|seed| {
-            let (d, aim) = drawn(*seed);
+            let (run, aim) = planned(*seed);
             aim.is_some_and(|a| a.state == State::RestorePending1)
-                && d.faults.iter().all(|f| f.kind.kind().family() != Family::Brokers)
+                && run.drawn.faults.iter().all(|f| f.kind.kind().family() != Family::Brokers)
         })
         .expect("a seed aimed at restore-pending-1");
     let results = common::test_dir("explore");
@@ -65,10 +65,11 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert!(text.contains(&format!("# seed: {seed}\n")) && text.contains("--seed"), "{text}");
     let saved = sinkhole_scenario::load(&found).unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!(saved.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy~restore-off-by-one"]);
-    // The binary ran what the library draws for the seed.
+    // The binary ran what the library draws for the seed: its job, then its faults.
     let ran = sinkhole_scenario::load(&dir.join("schedules/run-001.yaml")).unwrap_or_else(|e| panic!("{}", e.render()));
-    let (d, aim) = drawn(seed);
-    assert_eq!(ran.faults, d.faults);
+    let (planned_run, aim) = planned(seed);
+    assert_eq!((&ran.job, &ran.faults), (&planned_run.scenario.job, &planned_run.drawn.faults));
+    assert_eq!(e["runs"][0]["shape"].as_str(), Some(planned_run.shape.text().as_str()), "{e}");
     assert_eq!(saved.faults, ran.faults, "not shrunk: the run's faults");
     assert!(e["coverage"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["hits"] == c["runs"])), "{e}");
     // The aim and the states the restored mode reached, in its row and in the campaign's
