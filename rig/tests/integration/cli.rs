@@ -75,6 +75,9 @@ fn explore_refuses_bad_input_before_any_run() {
     assert!(stderr(&o).contains("unknown unit"), "{}", stderr(&o));
     assert_bad_input(&explore(&["--shard", "1/2"]), "--shard 1/2 needs --seed");
     assert_bad_input(&explore(&["--shard", "3/2", "--seed", "1"]), "expected I/N with 1 ≤ I ≤ N");
+    // `sinkhole replay` of a file that is no saved finding, or no file: refused before any try.
+    assert_bad_input(&sinkhole(&["replay", scenario, "--results", results]), "no `# signature:` line");
+    assert_bad_input(&sinkhole(&["replay", "/nonexistent/01-lost.yaml", "--results", results]), "01-lost.yaml");
     // Nothing was started, nothing written.
     assert!(std::fs::read_dir(results).map(|d| d.count() == 0).unwrap_or(true));
 }
