@@ -339,8 +339,9 @@ pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Resul
             progress(&line);
         }
     }
-    // A campaign's run drops its data with its cluster; a kept cluster drops the run's topics.
-    if kept && plan.drop_data {
+    // A campaign's run drops its data with its cluster; a kept cluster the rig started drops the
+    // run's topics (on an external cluster, as its segments, they are left to its owners).
+    if kept && plan.drop_data && plan.scenario.cluster.backend != Backend::External {
         let topics = reuse::run_topics(plan);
         match reuse::drop_topics(&cluster.bootstrap_list(), &topics).await {
             Ok(()) => {
