@@ -92,6 +92,10 @@ pub struct Finding {
     pub not_shrunk: Option<String>,
     /// Every run that showed it (the first included), by run id.
     pub runs: Vec<String>,
+    /// Its saved file run again with its seed (`--replay`), and how many tries failed the
+    /// same way; absent when not replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<super::replay::Replay>,
 }
 
 /// The findings so far, one per signature.

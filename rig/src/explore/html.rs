@@ -97,7 +97,7 @@ fn findings(h: &mut String, e: &Explored) {
         let _ = writeln!(
             h,
             "<tr><td>{:02}</td><td>{}</td><td><span class=\"fail\">{}</span></td><td>{} → {} ({}){job}</td><td>{}</td>\
-             <td><a href=\"{}\">{}</a><br><code>sinkhole run {} --seed {}</code></td></tr>",
+             <td><a href=\"{}\">{}</a><br><code>sinkhole run {} --seed {}</code>{}</td></tr>",
             f.n,
             esc(&f.signature.text()),
             esc(&f.words),
@@ -108,7 +108,8 @@ fn findings(h: &mut String, e: &Explored) {
             esc(&rel_link(&e.dir, file)),
             esc(&f.path.display().to_string()),
             esc(&file.display().to_string()),
-            f.seed
+            f.seed,
+            f.replay.as_ref().map(|r| format!("<br>{}", esc(&super::report::replay_words(r)))).unwrap_or_default()
         );
     }
     h.push_str("</table>\n");

@@ -199,6 +199,7 @@ fn finding(sig: &Signature, seed: u64, path: &str, runs: &[&str]) -> super::find
         shrink_stop: Some("minimal".into()),
         not_shrunk: None,
         runs: runs.iter().map(|r| r.to_string()).collect(),
+        replay: None,
     }
 }
 
@@ -262,6 +263,7 @@ fn args(file: &Path) -> ExploreArgs {
         shrink_runs: 2,
         until_found: false,
         keep_data: false,
+        replay: 0,
         shard: None,
     }
 }
@@ -393,6 +395,8 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
             }],
             findings: vec![1],
             error: None,
+            cluster_reused_from: None,
+            cluster_fresh_because: None,
             rss_bytes: Some(63 << 20),
             heap_bytes: Some(20 << 20),
         }],
@@ -450,6 +454,23 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(h.contains("aimed at <code>restore-pending-2</code> (2 drawn left out)"), "{h}");
     assert!(h.contains("<td><small>restore-pending-1, fenced-on-restore</small></td>"), "{h}");
     assert!(!h.contains("<clean>"), "escaped");
+    assert!(!t.contains("replays ") && !t.contains("does not replay"), "no replay line when not replayed: {t}");
+
+    // Replayed: the count, and what the tries that did not reproduce it showed.
+    let mut e = e;
+    e.findings[0].replay = Some(super::replay::Replay {
+        tries: 3,
+        reproduced: 2,
+        other: vec!["try 2: clean (expected)".into()],
+        cut: None,
+    });
+    let t = render(&e);
+    assert!(
+        t.contains("results/explore-x/found/01-lost.yaml\n      does not replay: 2/3 (try 2: clean (expected))\n"),
+        "{t}"
+    );
+    let h = super::html::render_html(&e);
+    assert!(h.contains("--seed 8</code><br>does not replay: 2/3 (try 2: clean (expected))</td>"), "{h}");
 }
 
 #[test]
@@ -607,6 +628,8 @@ fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings:
                 modes: vec![],
                 findings: f.to_vec(),
                 error: None,
+                cluster_reused_from: None,
+                cluster_fresh_because: None,
                 rss_bytes: None,
                 heap_bytes: None,
             }

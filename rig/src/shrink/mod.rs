@@ -200,9 +200,20 @@ pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
 }
 
 /// The search with one run per candidate, its lines on stderr; returns the
-/// result (minimal.yaml and shrink.json written). `sinkhole explore` shrinks
-/// each new finding with it.
+/// result (minimal.yaml and shrink.json written). The candidates run on one
+/// cluster while it stays healthy ([`run::run_keeping`]), torn down at the end.
 pub async fn shrink(args: ShrinkArgs) -> Result<Shrunk, RunError> {
+    let mut kept = None;
+    let r = shrink_on(args, &mut kept).await;
+    if let Some(w) = kept {
+        w.teardown().await;
+    }
+    r
+}
+
+/// [`shrink`] on the cluster a campaign keeps (`sinkhole explore` shrinks each new finding
+/// with it), the cluster left in `kept` for the campaign's next run.
+pub async fn shrink_on(args: ShrinkArgs, kept: &mut Option<run::Warm>) -> Result<Shrunk, RunError> {
     let t0 = Instant::now();
     let run_dir = RunDir::at(&args.run_dir);
     let summary = read_summary(&run_dir)?;
@@ -245,7 +256,7 @@ pub async fn shrink(args: ShrinkArgs) -> Result<Shrunk, RunError> {
             stop = Some(Stop::Time);
             break;
         }
-        let t = trials.run(search.runs + 1, &c).await?;
+        let t = trials.run(search.runs + 1, &c, kept).await?;
         let same = t.same;
         search.report(c, same);
         progress(&format!(
@@ -324,8 +335,9 @@ impl Trials<'_> {
         serde_saphyr::to_string(&s).is_ok_and(|text| sinkhole_scenario::from_str(&text, "candidate.yaml").is_ok())
     }
 
-    /// Candidate `n`: its scenario written as `try-N.yaml` and run with the run's seed.
-    async fn run(&self, n: u32, c: &Candidate) -> Result<Try, RunError> {
+    /// Candidate `n`: its scenario written as `try-N.yaml` and run with the run's seed, on the
+    /// cluster in `kept` when it is fit.
+    async fn run(&self, n: u32, c: &Candidate, kept: &mut Option<run::Warm>) -> Result<Try, RunError> {
         let file = self.out.join(format!("try-{n}.yaml"));
         let s = candidate_of(self.base, self.target.mode, c);
         let header = vec![format!("shrink candidate {n} of run {}: {}", self.summary.run_id, c.step)];
@@ -346,7 +358,7 @@ impl Trials<'_> {
             same,
             dir,
         };
-        Ok(match run::run_on(&rargs, None, None).await {
+        Ok(match run::run_keeping(&rargs, kept).await {
             Ok(sum) => match sum.modes.iter().find(|m| m.mode == self.target.mode) {
                 Some(m) => tried(m.outcome, m.words(), detail(m), self.target.same(m), Some(sum.dir.clone())),
                 None => {
@@ -402,4 +414,4 @@ impl Trials<'_> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

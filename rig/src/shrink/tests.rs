@@ -103,7 +103,8 @@ fn the_first_candidates_keep_one_half_then_drop_one_fault() {
     assert_eq!(candidates(&f).iter().map(|c| c.step.as_str()).collect::<Vec<_>>(), ["drop a"]);
 }
 
-fn row(mode: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> ModeSummary {
+/// A mode's row with `lost` and `dup` counted (the replays' tests use it too).
+pub(crate) fn row(mode: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> ModeSummary {
     ModeSummary {
         mode,
         outcome,

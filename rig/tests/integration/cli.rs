@@ -86,6 +86,9 @@ fn explore_refuses_bad_input_before_any_run() {
         &o,
         &format!("bad-shape.yaml:{line}:16: shape.parallelism: [3, 1]: the minimum is above the maximum"),
     );
+    // `sinkhole replay` of a file that is no saved finding, or no file: refused before any try.
+    assert_bad_input(&sinkhole(&["replay", scenario, "--results", results]), "no `# signature:` line");
+    assert_bad_input(&sinkhole(&["replay", "/nonexistent/01-lost.yaml", "--results", results]), "01-lost.yaml");
     // Nothing was started, nothing written.
     assert!(std::fs::read_dir(results).map(|d| d.count() == 0).unwrap_or(true));
 }

@@ -3,8 +3,8 @@
 //! so the run must be a finding: saved as found/01-lost.yaml with its seed, in explore.json
 //! with its signature and in explore.html, the job and the schedule the binary ran the ones the
 //! library draws (and aims) for that seed, the protocol states its history shows in its row and
-//! in the campaign's coverage of states, and the run's brokers' log segments removed with its
-//! cluster.
+//! in the campaign's coverage of states; replayed once (`--replay 1`) on the run's cluster, kept
+//! healthy for it, and reproduced; the brokers' log segments removed with the cluster at the end.
 use crate::common;
 
 use std::path::Path;
@@ -41,6 +41,7 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
         .arg("explore")
         .arg(&file)
         .args(["--mode", "legacy~restore-off-by-one", "--runs", "1", "--time", "5m", "--shrink-runs", "0"])
+        .args(["--replay", "1"])
         .args(["--seed", &seed.to_string(), "--results"])
         .arg(&results)
         .output()
@@ -110,8 +111,26 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert!(page.contains("<a href=\"found/01-lost.yaml\">"), "{page}");
     assert!(page.contains(&format!("{} --seed {seed}</code>", found.display())), "{page}");
     assert!(page.contains("report.html\">1</a>") && page.contains("class=\"hit\""), "{page}");
-    // The run's brokers: log segments removed with the cluster, their logs kept.
+    // The replay: the saved file run again with its seed on the run's cluster (kept, since
+    // the run left it healthy), the same failure again; said in the table and on the page.
+    assert_eq!((f["replay"]["tries"].as_u64(), f["replay"]["reproduced"].as_u64()), (Some(1), Some(1)), "{f}");
+    assert!(stdout.contains("      replays 1/1\n"), "{stdout}");
+    assert!(page.contains("<br>replays 1/1</td>"), "{page}");
     let run = std::fs::read_dir(dir.join("runs")).unwrap().next().unwrap().unwrap().path();
+    let tried = std::fs::read_dir(run.join("replay")).unwrap().next().unwrap().unwrap().path();
+    let tried: Value = serde_json::from_str(&std::fs::read_to_string(tried.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(tried["seed"].as_u64(), Some(seed));
+    assert_eq!(tried["cluster_reused_from"].as_str(), e["runs"][0]["run_id"].as_str(), "{tried}");
+    assert!(e["runs"][0].get("cluster_fresh_because").is_none(), "{e}");
+    // explore.log: the runs' lines and the campaign's, each stamped with its time.
+    let log = std::fs::read_to_string(dir.join("explore.log")).unwrap();
+    let stamped = |l: &str| l.as_bytes().get(12) == Some(&b' ') && l.as_bytes().get(8) == Some(&b'.');
+    assert!(log.lines().all(|l| stamped(l) || l.starts_with(' ')), "{log}");
+    assert!(
+        log.contains("explore: finding 01: replay try 1/1 [") && log.contains("reusing the cluster of run"),
+        "{log}"
+    );
+    // The brokers: log segments removed with the cluster at the campaign's end, their logs kept.
     let node = run.join("cluster/node-1");
     assert!(node.join("server.log").is_file() && node.join("server.properties").is_file(), "{}", node.display());
     assert!(!node.join("data").exists(), "a campaign's run keeps no log segments: {}", node.display());
