@@ -217,6 +217,9 @@ pub async fn explore(args: ExploreArgs) -> Result<Explored, RunError> {
     c.quiet_runs();
     let mut result = c.all_runs().await;
     if result.is_ok() {
+        result = c.deferred_shrinks().await;
+    }
+    if result.is_ok() {
         result = c.deferred_replays().await;
     }
     if let Some(w) = c.kept.take() {
@@ -252,6 +255,9 @@ struct Campaign {
     /// New findings whose replays wait for the search to stop (`--until-found`), with the
     /// directory of the run that showed them.
     pending_replays: Vec<(usize, PathBuf)>,
+    /// The shrinks `--until-found` holds back until the search stops: the finding as its run
+    /// showed it, to be shrunk then.
+    pending_shrinks: Vec<Pending>,
     /// `explore.log`.
     log: log::Log,
 }
@@ -274,6 +280,7 @@ impl Campaign {
             stop: Stop::Runs,
             kept: None,
             pending_replays: Vec::new(),
+            pending_shrinks: Vec::new(),
             log: log::Log::open(&dir.join("explore.log")),
             dir,
         }
@@ -432,7 +439,16 @@ impl Campaign {
             self.findings.seen(&shrunk.unwrap_or(sig), &sum.run_id);
             return Ok(n);
         }
-        let shrunk = self.shrink(sum, m, &kinds).await;
+        // Under `--until-found` the search measures how long each mode takes to be found: a
+        // shrink (minutes of tries) would delay every run after it, so it waits for the search
+        // to stop, as the replays do.
+        let deferred = self.args.until_found && self.stop == Stop::Runs;
+        let shrunk = if deferred {
+            Err(DEFERRED.to_string())
+        } else {
+            let found = self.findings.list.clone();
+            self.shrink(sum, m, &kinds, &found).await
+        };
         self.quiet_runs();
         let (minimal, job, shrink_runs, shrink_stop, not_shrunk) = match shrunk {
             Ok((faults, job, runs, stop)) => (faults, job, runs, Some(stop), None),
@@ -466,6 +482,9 @@ impl Campaign {
             replay: None,
         });
         self.raw.push((raw, n));
+        if deferred {
+            self.pending_shrinks.push(Pending { n, sum: sum.clone(), m: m.clone(), kinds, anomaly });
+        }
         if self.args.replay > 0 {
             if self.args.until_found {
                 self.pending_replays.push((n, sum.dir.clone()));
@@ -512,6 +531,35 @@ impl Campaign {
         Ok(())
     }
 
+    /// The shrinks `--until-found` held back until the search stopped: each finding shrunk now,
+    /// its file saved again with what the shrink kept, its signature that of the shrunk faults.
+    async fn deferred_shrinks(&mut self) -> Result<(), RunError> {
+        for p in std::mem::take(&mut self.pending_shrinks) {
+            // The findings before it: a mode's later findings are the ones left unshrunk.
+            let others: Vec<Finding> = self.findings.list.iter().filter(|f| f.n < p.n).cloned().collect();
+            let shrunk = self.shrink(&p.sum, &p.m, &p.kinds, &others).await;
+            self.quiet_runs();
+            let Some(path) = self.findings.list.iter().find(|f| f.n == p.n).map(|f| f.path.clone()) else { continue };
+            match shrunk {
+                Ok((faults, job, runs, stop)) => {
+                    let sig = Signature::of(p.m.mode.name(), &p.anomaly, &faults);
+                    let job = self.save(&p.sum, &p.m, &faults, job, &sig, &path)?;
+                    if let Some(f) = self.findings.list.iter_mut().find(|f| f.n == p.n) {
+                        (f.signature, f.faults_after, f.job) = (sig, faults.len(), job);
+                        (f.shrink_runs, f.shrink_stop, f.not_shrunk) = (runs, Some(stop), None);
+                    }
+                }
+                Err(why) => {
+                    if let Some(f) = self.findings.list.iter_mut().find(|f| f.n == p.n) {
+                        f.not_shrunk = Some(why);
+                    }
+                }
+            }
+            self.write(Stop::Running)?;
+        }
+        Ok(())
+    }
+
     /// The replays `--until-found` held back until the search stopped.
     async fn deferred_replays(&mut self) -> Result<(), RunError> {
         for (n, dir) in std::mem::take(&mut self.pending_replays) {
@@ -527,9 +575,10 @@ impl Campaign {
         sum: &Summary,
         m: &ModeSummary,
         kinds: &[String],
+        found: &[Finding],
     ) -> Result<(Vec<FaultSpec>, Option<Shape>, u32, String), String> {
         let mode = m.mode.name();
-        if let Some(why) = why_not_shrunk(&self.args, mode, &m.reason, kinds, &self.findings.list, self.remaining()) {
+        if let Some(why) = why_not_shrunk(&self.args, mode, &m.reason, kinds, found, self.remaining()) {
             return Err(why);
         }
         let args = ShrinkArgs {
@@ -666,6 +715,18 @@ pub fn write_files(e: &Explored) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", json.display()))?;
     let page = e.dir.join(html::HTML_FILE);
     std::fs::write(&page, html::render_html(e)).with_context(|| format!("writing {}", page.display()))
+}
+
+/// What a finding says while its shrink waits for `--until-found`'s search to stop.
+const DEFERRED: &str = "--until-found: shrunk once the search stops";
+
+/// A finding whose shrink waits for the search to stop.
+struct Pending {
+    n: usize,
+    sum: Summary,
+    m: ModeSummary,
+    kinds: Vec<String>,
+    anomaly: String,
 }
 
 /// Why a new finding keeps its run's faults instead of being shrunk, if it does: shrinking
