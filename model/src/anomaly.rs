@@ -345,7 +345,7 @@ anomalies! {
     /// Partitions whose read_committed position stayed below the high-water mark: a transaction
     /// left open holds back their last stable offset (said by that transaction when the brokers
     /// name it; the verdict's rule 4 judges one they cannot).
-    UncommittedTail(uncommitted_tail) "uncommitted-tail", said: "UNCOMMITTED TAIL", short: "hanging", Output, Noted,
+    UncommittedTail(uncommitted_tail) "uncommitted-tail", said: "UNCOMMITTED TAIL", short: "stuck-tail", Output, Noted,
         stored: default, examples: none,
         shown: [reason: Never, words: Named, table: Never, report: Always, cells: NonZero, compare: Always],
         check: "count.rs: Counter::finish";
@@ -369,7 +369,7 @@ anomalies! {
     /// Transactions of the mode still Ongoing at their coordinator after the job finished: the
     /// sink never ended them. Every expectation forbids them unless it names them.
     HangingTransaction(hanging_transaction) "hanging-transaction", said: "HANGING TRANSACTION",
-        short: "hanging-txn", Output, Always,
+        short: "hanging", Output, Always,
         stored: nonzero, examples: nonzero,
         shown: [reason: NonZero, words: NonZero, table: Never, report: Always, cells: NonZero, compare: NonZero],
         check: "hanging.rs: attribute";

@@ -54,6 +54,11 @@ enum Command {
     /// replayable with its seed), one per signature; explore.json and a table
     /// of the findings and the coverage (exit 1 when there is a finding).
     Explore(args::ExploreCmd),
+    /// Replay a finding `sinkhole explore` saved (found/NN-<anomaly>.yaml): its scenario run
+    /// --tries times with its seed (the file's `# seed:`), on one cluster while it stays
+    /// healthy, each try judged by whether the finding's mode fails with its anomaly again;
+    /// replay.json and a table (exit 0 when every try reproduced it, 1 otherwise).
+    Replay(args::ReplayCmd),
     /// Merge the shards of one campaign (`matrix --shard I/N` on each host)
     /// into one matrix.json, matrix.html and junit.xml; refuses shards that
     /// do not belong together (exit 2).
@@ -150,6 +155,7 @@ async fn dispatch(cmd: Command) -> Result<(), Failure> {
         Command::Calibrate(a) => cli::calibrate::run(a).await,
         Command::Shrink(a) => cli::shrink::run(a).await,
         Command::Explore(a) => cli::explore::run(a).await,
+        Command::Replay(a) => cli::replay::run(a).await,
         Command::Merge(a) => cli::merge::run(a),
         Command::Serve(a) => cli::serve::run(a).await,
         Command::Check(a) => cli::check::run(a),

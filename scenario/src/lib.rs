@@ -12,6 +12,7 @@
 //! - `located`: the located tree of a file, field paths and [`Problem`];
 //! - `validate`: the semantic checks, which [`load()`] and [`from_str()`] run;
 //! - [`schedule`]: seeded random schedules and the resolved fault list of a run;
+//! - [`shape`]: the `shape:` section, the bounds an exploration draws each run's job from;
 //! - [`timing`]: the run's derived timeouts (when to look past the transaction timeout, the drain's wait).
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,11 +32,13 @@ mod located;
 pub mod premise;
 pub mod readers;
 pub mod schedule;
+pub mod shape;
 pub mod source;
 pub mod timing;
 mod validate;
 mod validate_expect;
 mod validate_fault;
+mod validate_shape;
 pub mod values;
 pub mod when;
 
@@ -49,6 +52,7 @@ pub use flink::{FlinkSpec, Naming};
 pub use load::{from_str, load, ScenarioError};
 pub use located::Problem;
 pub use readers::{ReaderMode, ReadersSpec};
+pub use shape::{Bounds, Shape, ShapeSpec};
 pub use source::{ShareSpec, SourceKind, SourceSpec};
 pub use timing::Timing;
 pub use values::*;
@@ -75,6 +79,10 @@ pub struct Scenario {
     /// A seeded random schedule, added to `faults` when the run starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<RandomSchedule>,
+    /// The bounds `sinkhole explore` draws each run's job from (`shape`); `sinkhole run`
+    /// runs `job` as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<ShapeSpec>,
     #[serde(default)]
     pub expect: BTreeMap<SinkMode, Expectation>,
     /// Run the modes one after another, each alone on the cluster, instead
@@ -516,6 +524,12 @@ impl Scenario {
     /// The share-group source, with its defaults, if the job reads one.
     pub fn share_source(&self) -> Option<ShareSpec> {
         self.source.as_ref().and_then(|s| s.share(self.job.parallelism))
+    }
+
+    /// The bounds of this scenario's exploration: its `shape:`, else the defaults
+    /// ([`shape::Bounds::of`], with the loader's own checks of a job).
+    pub fn shape_bounds(&self) -> Bounds {
+        Bounds::of(self, &validate::job_problems)
     }
 
     /// The `flink:` section, or its defaults.

@@ -34,8 +34,15 @@ pub(super) fn validate(s: &Scenario, locs: &Locs, file: &str) -> Vec<Problem> {
         validate_premises(s, *m, p, &mut bad);
     }
     validate_faults(s, locs, &mut bad);
+    super::validate_shape::validate_shape(s, &job_problems, &mut bad);
     validate_backend(s, &mut bad);
     out
+}
+
+/// `s`'s problems as `field: message`, without their places: what `shape:` checks a drawn job
+/// against (a job it would draw must load as the scenario's own does).
+pub(super) fn job_problems(s: &Scenario) -> Vec<String> {
+    validate(s, &Locs::default(), "").into_iter().map(|p| format!("{}: {}", p.field, p.message)).collect()
 }
 
 /// name: it goes into run ids, topic names and transactional ids.

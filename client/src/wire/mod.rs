@@ -37,7 +37,7 @@
 //!   class it mirrors (like mini-redis's `cmd/`): [`metadata`],
 //!   [`find_coordinator`], [`init_producer_id`] (v0–v6, v6 encoded by hand),
 //!   [`produce`], [`add_partitions_to_txn`], [`end_txn`],
-//!   [`describe_transactions`], [`list_transactions`], [`create_topics`],
+//!   [`describe_transactions`], [`list_transactions`], [`create_topics`], [`delete_topics`],
 //!   [`describe_quorum`], [`describe_configs`] and [`acls`] (CreateAcls,
 //!   DescribeAcls).
 //! * [`network`]: bootstrap, connections and the retry loop every RPC sends
@@ -59,6 +59,7 @@ pub mod api_versions;
 pub mod client;
 pub mod connection;
 pub mod create_topics;
+pub mod delete_topics;
 pub mod describe_configs;
 pub mod describe_producers;
 pub mod describe_quorum;

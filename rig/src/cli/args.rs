@@ -95,8 +95,9 @@ pub struct ShrinkCmd {
     /// At most this many seconds (a candidate under way is finished).
     #[arg(long, default_value_t = 1800)]
     pub time: u64,
-    /// Keep each candidate run's Kafka log segments (cluster/node-*/data), removed by default
-    /// when its cluster is torn down (the brokers' logs stay; the shrunk run's are untouched).
+    /// Keep each candidate run's Kafka log segments (cluster/node-*/data) and topics, removed by
+    /// default when its cluster is torn down or handed to the next candidate (the brokers' logs
+    /// stay; the shrunk run's are untouched).
     #[arg(long)]
     pub keep_data: bool,
 }
@@ -128,14 +129,37 @@ pub struct ExploreCmd {
     /// mutant takes to be found.
     #[arg(long)]
     pub until_found: bool,
-    /// Keep every run's Kafka log segments (cluster/node-*/data), removed by default when each
-    /// run's cluster is torn down (the brokers' logs stay).
+    /// Keep every run's Kafka log segments (cluster/node-*/data) and topics, removed by default
+    /// when its cluster is torn down or handed to the next run (the brokers' logs stay).
     #[arg(long)]
     pub keep_data: bool,
+    /// Replay each new finding this many times (its saved file with its seed; 0: not at all),
+    /// counting the tries that fail the same way; under --until-found, once the search stops.
+    #[arg(long, default_value_t = 3)]
+    pub replay: u32,
     /// This host's share of a campaign across hosts: shard I of N makes the runs with seeds
     /// S+I-1, S+I-1+N, … (needs --seed); `sinkhole merge` joins the shards' directories.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+}
+
+#[derive(Args)]
+pub struct ReplayCmd {
+    /// A finding saved by `sinkhole explore` (found/NN-<anomaly>.yaml): its header names the
+    /// seed and the signature a try must show.
+    pub file: PathBuf,
+    /// How many times to run it.
+    #[arg(long, default_value_t = 10)]
+    pub tries: u32,
+    /// The seed (default: the file's `# seed:` line).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where replay-<timestamp>/ is written.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Keep every try's Kafka log segments (cluster/node-*/data), removed by default.
+    #[arg(long)]
+    pub keep_data: bool,
 }
 
 /// A duration on the command line: a number with a unit (`ms`, `s`, `m`, `h`; seconds without one).
@@ -184,8 +208,9 @@ pub struct CampaignOpts {
     #[arg(long)]
     pub json: bool,
     /// Keep every run's Kafka log segments (cluster/node-*/data). By default a campaign removes
-    /// them when each cluster is torn down, keeping the brokers' logs: the verdicts rest on what
-    /// was drained, and the segments of a night's runs would fill the disk.
+    /// them when each cluster is torn down (a cluster kept for the next cell: the run's topics),
+    /// keeping the brokers' logs: the verdicts rest on what was drained, and the segments of a
+    /// night's runs would fill the disk.
     #[arg(long)]
     pub keep_data: bool,
 }

@@ -8,9 +8,11 @@ use super::{bad, run_failure, Failure};
 use anyhow::anyhow;
 
 pub async fn run(a: ExploreCmd) -> Result<(), Failure> {
-    let ExploreCmd { scenario, runs, time, seed, results, modes, shrink_runs, until_found, keep_data, shard } = a;
+    let ExploreCmd { scenario, runs, time, seed, results, modes, shrink_runs, until_found, keep_data, replay, shard } =
+        a;
     let shard = shard.map(|s| s.parse()).transpose().map_err(|e: String| bad(anyhow!(e)))?;
-    let args = ExploreArgs { scenario, runs, time, seed, results, modes, shrink_runs, until_found, keep_data, shard };
+    let args =
+        ExploreArgs { scenario, runs, time, seed, results, modes, shrink_runs, until_found, keep_data, replay, shard };
     let e = explore::explore(args).await.map_err(run_failure)?;
     judged(&e)
 }

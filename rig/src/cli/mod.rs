@@ -5,6 +5,7 @@
 //!
 //! Exit codes (README.md, "Exit codes"; [`sinkhole_rig::results::exit`]): 0
 //! success, 1 an expectation failed (`run`, `check`, `matrix`, `merge`; for
+//! `explore`: a finding; for `replay`: a try that did not reproduce the finding; for
 //! `calibrate`: a mutant no scenario caught, or a faithful mode flagged), 2 bad
 //! input (arguments, versions, ports, files, shards that do not fit), 3 the
 //! rig itself failed (a broker did not start, a request failed, a mode's
@@ -39,6 +40,7 @@ pub mod matrix;
 pub mod merge;
 pub mod probe;
 pub mod reap_containers;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod schedule;

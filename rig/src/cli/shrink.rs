@@ -9,7 +9,14 @@ use super::{run_failure, Failure};
 
 pub async fn run(a: ShrinkCmd) -> Result<(), Failure> {
     let ShrinkCmd { run_dir, mode, runs, time, keep_data } = a;
-    let args = ShrinkArgs { run_dir, mode, max_runs: runs, max_time: Duration::from_secs(time), drop_data: !keep_data };
+    let args = ShrinkArgs {
+        run_dir,
+        mode,
+        max_runs: runs,
+        max_time: Duration::from_secs(time),
+        drop_data: !keep_data,
+        toward: None,
+    };
     let r = shrink::run(args).await.map_err(run_failure)?;
     eprintln!(
         "shrink: {} faults → {} after {} runs ({}); the minimal scenario: {} (seed {})",

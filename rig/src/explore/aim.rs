@@ -28,6 +28,7 @@ use sinkhole_scenario::schedule::{SplitMix64, UNANSWERED_REQUEST_MS};
 use sinkhole_scenario::{Family, FaultKind, FaultSpec, JobSpec, Scenario, Timing, When};
 
 use super::draw::{self, checkpoint_near, checkpoint_of, fits, Drawn, Outages, BROKER_SETTLE_MS};
+use super::shape::{self, Run};
 
 /// Mixed into the seed for the aim: a stream of its own, so the drawn schedule is what the
 /// seed draws without aiming.
@@ -250,6 +251,26 @@ impl Aims {
     /// Run `seed`'s faults over `base`: the draw's, and for about half the runs, while a state
     /// the scenario can host is not in `reached`, a recipe's for one of them. Deterministic: the
     /// same scenario, modes, seed and `reached` give the same faults and aim.
+    /// Run `seed` of the campaign: its job first ([`shape::draw_shape`]), then its faults and
+    /// its aim over the shaped scenario ([`Aims::draw`]), and the aim's needs of the job. A run
+    /// that is not aimed is exactly [`shape::run_of`]'s.
+    pub fn run_of(&self, base: &Scenario, seed: u64, reached: &BTreeSet<State>) -> (Run, Option<Aim>) {
+        let drawn_shape = shape::draw_shape(&base.shape_bounds(), seed);
+        let mut scenario = drawn_shape.apply(base);
+        let (drawn, aim) = self.draw(&scenario, seed, reached);
+        scenario.faults = drawn.faults.clone();
+        scenario.schedule = None;
+        let shape = match &aim {
+            Some(a) if a.needs != ShapeNeeds::NONE => {
+                a.needs.apply(&mut scenario.job);
+                // The job as it runs, the aim's needs included.
+                sinkhole_scenario::shape::Shape::of(&scenario)
+            }
+            _ => drawn_shape,
+        };
+        (Run { shape, drawn, scenario }, aim)
+    }
+
     pub fn draw(&self, base: &Scenario, seed: u64, reached: &BTreeSet<State>) -> (Drawn, Option<Aim>) {
         let mut drawn = draw::draw(base, seed, self.outages);
         let Some(mut aim) = self.choose(base, seed, reached) else { return (drawn, None) };

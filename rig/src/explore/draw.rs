@@ -96,13 +96,9 @@ pub struct Drawn {
 }
 
 /// The job's expected length, ms: its records at its rate, else (an
-/// unthrottled job) twenty checkpoint intervals.
-pub fn job_ms(s: &Scenario) -> u64 {
-    match s.job.rate_per_subtask {
-        0 => 20 * s.job.checkpoint_interval_ms.max(1),
-        rate => s.job.records_per_subtask.saturating_mul(1000) / rate,
-    }
-}
+/// unthrottled job) twenty checkpoint intervals (`sinkhole_scenario::shape::job_ms`, which
+/// also scales a drawn job's `schedule:` window).
+pub use sinkhole_scenario::shape::job_ms;
 
 /// The random schedule an exploration draws with: the scenario's own
 /// window, quiet periods and durations when it has a `schedule:` (its mix

@@ -79,6 +79,10 @@ pub struct Finding {
     /// Faults in the run, and in the saved scenario.
     pub faults_before: usize,
     pub faults_after: usize,
+    /// The saved scenario's job, compactly (`p1 cc3 ci400 tt60000 r12000@2000 V2`): the run's,
+    /// moved toward the scenario's own by the shrink.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub job: String,
     /// Candidate runs the shrink made (0: not shrunk), and why it stopped.
     pub shrink_runs: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -88,6 +92,10 @@ pub struct Finding {
     pub not_shrunk: Option<String>,
     /// Every run that showed it (the first included), by run id.
     pub runs: Vec<String>,
+    /// Its saved file run again with its seed (`--replay`), and how many tries failed the
+    /// same way; absent when not replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<super::replay::Replay>,
 }
 
 /// The findings so far, one per signature.

@@ -93,10 +93,11 @@ fn findings(h: &mut String, e: &Explored) {
         };
         // Saved as the campaign's directory joined with `found/NN-….yaml`: where a replay finds it.
         let file = &f.path;
+        let job = if f.job.is_empty() { String::new() } else { format!("<br>job <code>{}</code>", esc(&f.job)) };
         let _ = writeln!(
             h,
-            "<tr><td>{:02}</td><td>{}</td><td><span class=\"fail\">{}</span></td><td>{} → {} ({})</td><td>{}</td>\
-             <td><a href=\"{}\">{}</a><br><code>sinkhole run {} --seed {}</code></td></tr>",
+            "<tr><td>{:02}</td><td>{}</td><td><span class=\"fail\">{}</span></td><td>{} → {} ({}){job}</td><td>{}</td>\
+             <td><a href=\"{}\">{}</a><br><code>sinkhole run {} --seed {}</code>{}</td></tr>",
             f.n,
             esc(&f.signature.text()),
             esc(&f.words),
@@ -107,7 +108,8 @@ fn findings(h: &mut String, e: &Explored) {
             esc(&rel_link(&e.dir, file)),
             esc(&f.path.display().to_string()),
             esc(&file.display().to_string()),
-            f.seed
+            f.seed,
+            f.replay.as_ref().map(|r| format!("<br>{}", esc(&super::report::replay_words(r)))).unwrap_or_default()
         );
     }
     h.push_str("</table>\n");
@@ -189,7 +191,7 @@ fn states(h: &mut String, e: &Explored) {
 
 fn runs(h: &mut String, e: &Explored) {
     h.push_str(
-        "<h2>Runs</h2>\n<table><tr><th>run</th><th>seed</th><th>schedule</th><th>states reached</th><th>verdicts</th></tr>\n",
+        "<h2>Runs</h2>\n<table><tr><th>run</th><th>seed</th><th>job</th><th>schedule</th><th>states reached</th><th>verdicts</th></tr>\n",
     );
     for r in &e.runs {
         let verdicts = match &r.error {
@@ -219,8 +221,9 @@ fn runs(h: &mut String, e: &Explored) {
         };
         let _ = writeln!(
             h,
-            "<tr><td>{run}</td><td>{}</td><td><code>{}</code>{left_out}{aimed}</td><td><small>{}</small></td><td>{verdicts}</td></tr>",
+            "<tr><td>{run}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code>{left_out}{aimed}</td><td><small>{}</small></td><td>{verdicts}</td></tr>",
             r.seed,
+            esc(if r.shape.is_empty() { "as written" } else { &r.shape }),
             esc(&schedule),
             states.join(", ")
         );

@@ -6,10 +6,12 @@
 //! the others by running generated histories under a random nemesis and
 //! keeping what its checkers flag; QuickCheck shrinks the failing input to
 //! the smallest that still fails. This is both over the rig's pieces: run
-//! 1, 2, … draws its faults from seed S, S+1, … ([`draw`]: every kind the
-//! scenario's cluster can host, at times and at checkpoint phases), runs the
-//! scenario's cluster, job and modes with them, and judges each mode by the
-//! scenario's expectation. A mode that fails its expectation is a finding:
+//! 1, 2, … draws its job from seed S, S+1, … ([`shape`]: parallelism,
+//! concurrent checkpoints, interval, rate, records, timeout, protocol within the
+//! scenario's `shape:` bounds, swarm testing), then its faults over that job
+//! ([`draw`]: every kind the scenario's cluster can host, at times and at
+//! checkpoint phases), runs the scenario's cluster and modes with them, and
+//! judges each mode by the scenario's expectation. A mode that fails its expectation is a finding:
 //! the fault list is shrunk by `sinkhole shrink`'s search (a few runs), saved
 //! as `found/NN-<anomaly>.yaml` with its seed, and told apart from the
 //! findings before it by its signature ([`findings`]). Each mode's history says which protocol
@@ -23,16 +25,32 @@
 //! running it. Its `schedule:` block, if any, lends its window, quiet periods
 //! and durations (its mix becomes `all`).
 //!
+//! A new finding is then replayed ([`replay`]): its saved file run again with
+//! its seed `--replay` times, and the tries that fail the same way counted
+//! with it — a finding that does not come back is a fluke until shown otherwise.
+//!
+//! The runs, the shrinks' tries and the replays share one cluster while it
+//! stays healthy ([`crate::run::reuse`], as the matrix's cells do): starting
+//! Kafka is a fixed cost of every run that no schedule needs. Every run of a
+//! campaign has the same cluster spec for that — the proxy in the path
+//! whenever the scenario lets network faults be drawn, whether or not this
+//! run's draw has one — and the kept cluster is torn down when the campaign
+//! ends, however it ends (a signal kills it with every process of the rig).
+//!
 //! Written into `<results>/explore-<timestamp>/`: `runs/` (every run's
-//! directory, and the shrinks' runs under each failing one), `schedules/`
-//! (the scenario of each run, as it ran), `found/`, `explore.log` (the runs'
-//! own progress lines), `explore.json` ([`report`]) and `explore.html` ([`html`]).
+//! directory, and the shrinks' and replays' runs under each failing one),
+//! `schedules/` (the scenario of each run, as it ran), `found/`, `explore.log`
+//! (the runs' own progress lines and the campaign's, time-stamped: [`log`]),
+//! `explore.json` ([`report`]) and `explore.html` ([`html`]).
 pub mod aim;
 pub mod draw;
 pub mod findings;
 pub mod html;
+pub mod log;
 pub mod merge;
+pub mod replay;
 pub mod report;
+pub mod shape;
 pub mod states;
 
 use std::path::{Path, PathBuf};
@@ -41,10 +59,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context};
 use sinkhole_checker::verdict::Outcome;
 use sinkhole_model::SinkMode;
-use sinkhole_scenario::{FaultSpec, Scenario};
+use sinkhole_scenario::{FaultSpec, Scenario, Shape};
 
 use crate::results::summary::{ModeSummary, Summary};
-use crate::run::{self, RunArgs, RunError};
+use crate::run::{self, RunArgs, RunError, Warm};
 use crate::shrink::{self, ShrinkArgs};
 use findings::{Finding, Findings, Signature};
 pub use report::{Explored, RunRow, Stop};
@@ -72,9 +90,13 @@ pub struct ExploreArgs {
     /// Stop as soon as every mutant judged has a finding (without a mutant, every mode): a
     /// detection measurement, how long until each mutant is found.
     pub until_found: bool,
-    /// `--keep-data`: the runs (and the shrinks' tries) keep their brokers' log segments
-    /// ([`RunArgs::drop_data`]).
+    /// `--keep-data`: the runs (and the shrinks' and replays' tries) keep their brokers' log
+    /// segments ([`RunArgs::drop_data`]), and the kept cluster each run's topics.
     pub keep_data: bool,
+    /// Replays of each new finding (its saved file with its seed; 0: none), counted in its
+    /// `replay`. Under `--until-found` they wait until the search has stopped, so the
+    /// detection times are the search's own.
+    pub replay: u32,
     /// One host's share of a campaign across hosts: shard I of N makes the runs with seeds
     /// S+I-1, S+I-1+N, S+I-1+2N, … (`--seed` required), so N hosts with the same arguments
     /// never draw the same schedule, and `sinkhole merge` joins their directories ([`merge`]).
@@ -180,7 +202,7 @@ pub async fn explore(args: ExploreArgs) -> Result<Explored, RunError> {
     let first_seed = args.seed.unwrap_or_else(rand::random);
     let mut c = Campaign::new(args, checked, dir, first_seed);
     let shard = c.args.shard.map(|s| format!("shard {s}, ")).unwrap_or_default();
-    say(&format!(
+    c.say(&format!(
         "{} ({}), modes {}: at most {} run(s) in {}, {shard}seeds {}, {}, …; results in {}",
         c.checked.scenario.name,
         c.args.scenario.display(),
@@ -191,8 +213,19 @@ pub async fn explore(args: ExploreArgs) -> Result<Explored, RunError> {
         c.args.seed_of(first_seed, 1),
         c.dir.display()
     ));
+    say(&format!("each run's job drawn within: {}", c.checked.scenario.shape_bounds().text()));
     c.quiet_runs();
-    let result = c.all_runs().await;
+    let mut result = c.all_runs().await;
+    if result.is_ok() {
+        result = c.deferred_shrinks().await;
+    }
+    if result.is_ok() {
+        result = c.deferred_replays().await;
+    }
+    if let Some(w) = c.kept.take() {
+        // Nothing outlives the campaign: its end, a rig error or a bad input alike.
+        w.teardown().await;
+    }
     run::set_progress_sink(None);
     result?;
     let explored = c.finish()?;
@@ -217,6 +250,16 @@ struct Campaign {
     states: states::StateCoverage,
     aims: aim::Aims,
     stop: Stop,
+    /// The cluster the last run left healthy, for the next run, shrink try or replay.
+    kept: Option<Warm>,
+    /// New findings whose replays wait for the search to stop (`--until-found`), with the
+    /// directory of the run that showed them.
+    pending_replays: Vec<(usize, PathBuf)>,
+    /// The shrinks `--until-found` holds back until the search stops: the finding as its run
+    /// showed it, to be shrunk then.
+    pending_shrinks: Vec<Pending>,
+    /// `explore.log`.
+    log: log::Log,
 }
 
 impl Campaign {
@@ -225,7 +268,6 @@ impl Campaign {
         Campaign {
             args,
             checked,
-            dir,
             first_seed,
             t0: Instant::now(),
             rss_start: sinkhole_base::memory::rss_bytes(),
@@ -236,19 +278,23 @@ impl Campaign {
             states: states::StateCoverage::default(),
             aims,
             stop: Stop::Runs,
+            kept: None,
+            pending_replays: Vec::new(),
+            pending_shrinks: Vec::new(),
+            log: log::Log::open(&dir.join("explore.log")),
+            dir,
         }
     }
 
     /// The runs' own progress lines go to explore.log (a shrink sets its own sink and clears it).
     fn quiet_runs(&self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("explore.log")).ok();
-        let log = std::sync::Mutex::new(log);
-        run::set_progress_sink(Some(Box::new(move |line: &str| {
-            if let Some(f) = log.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-                use std::io::Write as _;
-                let _ = writeln!(f, "{line}");
-            }
-        })));
+        run::set_progress_sink(Some(self.log.sink()));
+    }
+
+    /// A line of the campaign's own: on stderr, and in explore.log among the runs' lines.
+    fn say(&self, line: &str) {
+        say(line);
+        self.log.line(&format!("explore: {line}"));
     }
 
     fn remaining(&self) -> Duration {
@@ -259,13 +305,13 @@ impl Campaign {
         for i in 0..self.args.runs {
             if self.remaining().is_zero() {
                 self.stop = Stop::Time;
-                say(&format!("the time budget is spent after {i} of {} runs", self.args.runs));
+                self.say(&format!("the time budget is spent after {i} of {} runs", self.args.runs));
                 break;
             }
             self.one_run(i).await?;
             if self.args.until_found && self.all_found() {
                 self.stop = Stop::Found;
-                say(&format!("every mutant judged has a finding after {} run(s) (--until-found)", i + 1));
+                self.say(&format!("every mutant judged has a finding after {} run(s) (--until-found)", i + 1));
                 break;
             }
         }
@@ -290,25 +336,25 @@ impl Campaign {
     /// Run `i`: draw, write, run, judge each mode, keep the findings.
     async fn one_run(&mut self, i: u32) -> Result<(), RunError> {
         let seed = self.args.seed_of(self.first_seed, i);
-        let (drawn, aim) = self.aims.draw(&self.checked.scenario, seed, &self.states.reached());
+        let (mut run, aim) = self.aims.run_of(&self.checked.scenario, seed, &self.states.reached());
+        // One cluster spec for every run, so one cluster serves them all: the proxy in the
+        // path whenever the draw may hold a network or protocol fault, as `sinkhole run` of
+        // the scenario's own schedule would have it.
+        run.scenario.cluster.proxy = Some(self.checked.scenario.cluster.proxy != Some(false));
+        let (drawn, s) = (&run.drawn, &run.scenario);
         let file = self.dir.join("schedules").join(format!("run-{:03}.yaml", i + 1));
-        let mut s = self.checked.scenario.clone();
-        s.faults = drawn.faults.clone();
-        s.schedule = None;
-        if let Some(a) = &aim {
-            a.needs.apply(&mut s.job);
-        }
         let mut header = vec![
             format!(
-                "exploration run {} of {}, seed {seed}: {} drawn faults",
+                "exploration run {} of {}, seed {seed}: job {}, {} drawn faults",
                 i + 1,
                 self.args.runs,
+                run.shape.text(),
                 drawn.faults.len()
             ),
             format!("replay: sinkhole run {} --seed {seed}", file.display()),
         ];
         header.extend(aim.as_ref().map(|a| format!("aimed at {} (checkpoint {})", a.state, a.checkpoint)));
-        std::fs::write(&file, shrink::scenario_yaml(&s, &header)?)
+        std::fs::write(&file, shrink::scenario_yaml(s, &header)?)
             .with_context(|| format!("writing {}", file.display()))?;
         let rargs = RunArgs {
             file,
@@ -318,9 +364,12 @@ impl Campaign {
             drop_data: !self.args.keep_data,
             ..RunArgs::default()
         };
-        let mut row = RunRow::new(i + 1, seed, &drawn).aimed(aim.as_ref());
-        match run::run_on(&rargs, None, None).await {
+        let mut row = RunRow::new(i + 1, seed, drawn).aimed(aim.as_ref());
+        row.shape = run.shape.text();
+        match run::run_keeping(&rargs, &mut self.kept).await {
             Ok(sum) => {
+                row.cluster_reused_from = sum.cluster_reused_from.clone();
+                row.cluster_fresh_because = sum.cluster_fresh_because.clone();
                 // When the run ended: each of its findings' detection time (shrinks not counted).
                 let ended_ms = self.t0.elapsed().as_millis() as u64;
                 self.judge(&mut row, &sum, &drawn.faults, ended_ms).await?
@@ -335,7 +384,7 @@ impl Campaign {
         sinkhole_base::memory::release_freed();
         row.rss_bytes = sinkhole_base::memory::rss_bytes();
         row.heap_bytes = sinkhole_base::memory::heap_in_use_bytes();
-        say(&self.progress_line(&row));
+        self.say(&self.progress_line(&row));
         self.rows.push(row);
         self.write(Stop::Running)?;
         Ok(())
@@ -380,7 +429,7 @@ impl Campaign {
         found_at_ms: u64,
     ) -> Result<usize, RunError> {
         let kinds = shrink::failure_kinds(m);
-        let anomaly = kinds.first().cloned().unwrap_or_else(|| "unmet".to_string());
+        let anomaly = kinds.first().cloned().unwrap_or_else(|| replay::UNMET.to_string());
         let mode = m.mode.name();
         let raw = Signature::of(mode, &anomaly, faults);
         if let Some((sig, n)) = self.raw.iter().find(|(s, _)| *s == raw) {
@@ -390,11 +439,20 @@ impl Campaign {
             self.findings.seen(&shrunk.unwrap_or(sig), &sum.run_id);
             return Ok(n);
         }
-        let shrunk = self.shrink(sum, m, &kinds).await;
+        // Under `--until-found` the search measures how long each mode takes to be found: a
+        // shrink (minutes of tries) would delay every run after it, so it waits for the search
+        // to stop, as the replays do.
+        let deferred = self.args.until_found && self.stop == Stop::Runs;
+        let shrunk = if deferred {
+            Err(DEFERRED.to_string())
+        } else {
+            let found = self.findings.list.clone();
+            self.shrink(sum, m, &kinds, &found).await
+        };
         self.quiet_runs();
-        let (minimal, shrink_runs, shrink_stop, not_shrunk) = match shrunk {
-            Ok((faults, runs, stop)) => (faults, runs, Some(stop), None),
-            Err(why) => (faults.to_vec(), 0, None, Some(why)),
+        let (minimal, job, shrink_runs, shrink_stop, not_shrunk) = match shrunk {
+            Ok((faults, job, runs, stop)) => (faults, job, runs, Some(stop), None),
+            Err(why) => (faults.to_vec(), None, 0, None, Some(why)),
         };
         let sig = Signature::of(mode, &anomaly, &minimal);
         if !self.findings.seen(&sig, &sum.run_id) {
@@ -404,7 +462,7 @@ impl Campaign {
         }
         let n = self.findings.next_number();
         let path = self.dir.join(FOUND_DIR).join(findings::file_name(n, &anomaly));
-        self.save(sum, m, &minimal, &sig, &path)?;
+        let job = self.save(sum, m, &minimal, job, &sig, &path)?;
         self.findings.push(Finding {
             n,
             run: self.rows.len() as u32 + 1,
@@ -416,25 +474,111 @@ impl Campaign {
             words: m.words(),
             faults_before: faults.len(),
             faults_after: minimal.len(),
+            job,
             shrink_runs,
             shrink_stop,
             not_shrunk,
             runs: vec![sum.run_id.clone()],
+            replay: None,
         });
         self.raw.push((raw, n));
+        if deferred {
+            self.pending_shrinks.push(Pending { n, sum: sum.clone(), m: m.clone(), kinds, anomaly });
+        }
+        if self.args.replay > 0 {
+            if self.args.until_found {
+                self.pending_replays.push((n, sum.dir.clone()));
+            } else {
+                self.replay(n, &sum.dir).await?;
+            }
+        }
         Ok(n)
     }
 
-    /// The failing mode's faults shrunk by `sinkhole shrink` within the
+    /// Finding `n`'s saved file run `--replay` times with its seed, on the kept cluster (the
+    /// runs under the failing run's `replay/`), and the count kept with the finding.
+    async fn replay(&mut self, n: usize, run_dir: &Path) -> Result<(), RunError> {
+        let Some(f) = self.findings.list.iter().find(|f| f.n == n) else { return Ok(()) };
+        let Some(mode) = SinkMode::parse(&f.signature.mode) else { return Ok(()) };
+        let spec = replay::Spec {
+            file: f.path.clone(),
+            seed: f.seed,
+            mode,
+            anomaly: f.signature.anomaly.clone(),
+            tries: self.args.replay,
+            results: run_dir.join("replay"),
+            drop_data: !self.args.keep_data,
+            deadline: self.t0.checked_add(self.args.time),
+        };
+        let (t0, log) = (self.t0, self.log.clone());
+        let mut each = |t: &replay::Try| {
+            let line = format!("finding {n:02}: replay {}", replay::try_line(t, spec.tries, t0.elapsed()));
+            say(&line);
+            log.line(&format!("explore: {line}"));
+        };
+        let r = match replay::tries(&spec, &mut self.kept, &mut each).await {
+            Ok((tries, cut)) => replay::Replay::of(&tries, spec.tries, cut),
+            // The saved file is the rig's own writing: one that does not run is said, not fatal.
+            Err(RunError::BadInput(e) | RunError::Failed(e)) => {
+                replay::Replay { cut: Some(format!("the saved file did not run: {e:#}")), ..replay::Replay::default() }
+            }
+        };
+        self.say(&format!("finding {n:02}: {}", r.words()));
+        if let Some(f) = self.findings.list.iter_mut().find(|f| f.n == n) {
+            f.replay = Some(r);
+        }
+        self.write(Stop::Running)?;
+        Ok(())
+    }
+
+    /// The shrinks `--until-found` held back until the search stopped: each finding shrunk now,
+    /// its file saved again with what the shrink kept, its signature that of the shrunk faults.
+    async fn deferred_shrinks(&mut self) -> Result<(), RunError> {
+        for p in std::mem::take(&mut self.pending_shrinks) {
+            // The findings before it: a mode's later findings are the ones left unshrunk.
+            let others: Vec<Finding> = self.findings.list.iter().filter(|f| f.n < p.n).cloned().collect();
+            let shrunk = self.shrink(&p.sum, &p.m, &p.kinds, &others).await;
+            self.quiet_runs();
+            let Some(path) = self.findings.list.iter().find(|f| f.n == p.n).map(|f| f.path.clone()) else { continue };
+            match shrunk {
+                Ok((faults, job, runs, stop)) => {
+                    let sig = Signature::of(p.m.mode.name(), &p.anomaly, &faults);
+                    let job = self.save(&p.sum, &p.m, &faults, job, &sig, &path)?;
+                    if let Some(f) = self.findings.list.iter_mut().find(|f| f.n == p.n) {
+                        (f.signature, f.faults_after, f.job) = (sig, faults.len(), job);
+                        (f.shrink_runs, f.shrink_stop, f.not_shrunk) = (runs, Some(stop), None);
+                    }
+                }
+                Err(why) => {
+                    if let Some(f) = self.findings.list.iter_mut().find(|f| f.n == p.n) {
+                        f.not_shrunk = Some(why);
+                    }
+                }
+            }
+            self.write(Stop::Running)?;
+        }
+        Ok(())
+    }
+
+    /// The replays `--until-found` held back until the search stopped.
+    async fn deferred_replays(&mut self) -> Result<(), RunError> {
+        for (n, dir) in std::mem::take(&mut self.pending_replays) {
+            self.replay(n, &dir).await?;
+        }
+        Ok(())
+    }
+
+    /// The failing mode's faults (and job) shrunk by `sinkhole shrink` within the
     /// budget left; `Err` says why the run's own faults are kept.
     async fn shrink(
-        &self,
+        &mut self,
         sum: &Summary,
         m: &ModeSummary,
         kinds: &[String],
-    ) -> Result<(Vec<FaultSpec>, u32, String), String> {
+        found: &[Finding],
+    ) -> Result<(Vec<FaultSpec>, Option<Shape>, u32, String), String> {
         let mode = m.mode.name();
-        if let Some(why) = why_not_shrunk(&self.args, mode, &m.reason, kinds, &self.findings.list, self.remaining()) {
+        if let Some(why) = why_not_shrunk(&self.args, mode, &m.reason, kinds, found, self.remaining()) {
             return Err(why);
         }
         let args = ShrinkArgs {
@@ -443,27 +587,33 @@ impl Campaign {
             max_runs: self.args.shrink_runs,
             max_time: self.remaining(),
             drop_data: !self.args.keep_data,
+            toward: Some(shape::toward(&self.checked.scenario)),
         };
-        let r = shrink::shrink(args).await.map_err(|e| match e {
+        let r = shrink::shrink_on(args, &mut self.kept).await.map_err(|e| match e {
             RunError::BadInput(e) | RunError::Failed(e) => format!("the shrink failed: {e:#}"),
         })?;
         let s = sinkhole_scenario::load(&r.minimal).map_err(|e| e.render())?;
-        Ok((s.faults, r.runs, format!("{:?}", r.stop).to_lowercase()))
+        Ok((s.faults.clone(), Some(Shape::of(&s)), r.runs, format!("{:?}", r.stop).to_lowercase()))
     }
 
     /// `found/NN-<anomaly>.yaml`: the run's resolved scenario with only the
-    /// failing mode and `faults`, and how to replay it.
+    /// failing mode, `faults` and the shrunk `job` (else the run's), and how to replay it;
+    /// returns the job it saved, compactly.
     fn save(
         &self,
         sum: &Summary,
         m: &ModeSummary,
         faults: &[FaultSpec],
+        job: Option<Shape>,
         sig: &Signature,
         path: &Path,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<String> {
         let file = sinkhole_base::rundir::RunDir::at(&sum.dir).scenario();
         let resolved = sinkhole_scenario::load(&file).map_err(|e| anyhow!(e.render()))?;
-        let s = shrink::candidate_scenario(&resolved, m.mode, faults);
+        let mut s = shrink::candidate_scenario(&resolved, m.mode, faults);
+        if let Some(job) = job {
+            s = job.apply(&s);
+        }
         let header = vec![
             format!(
                 "found by `sinkhole explore` over {} in run {} (Kafka {}): {} {}",
@@ -474,10 +624,13 @@ impl Campaign {
                 m.words()
             ),
             format!("signature: {}", sig.text()),
+            format!("job: {} (the run's: {})", Shape::of(&s).text(), Shape::of(&resolved).text()),
             format!("replay: sinkhole run {} --seed {}", path.display(), sum.seed),
             format!("seed: {}", sum.seed),
         ];
-        std::fs::write(path, shrink::scenario_yaml(&s, &header)?).with_context(|| format!("writing {}", path.display()))
+        std::fs::write(path, shrink::scenario_yaml(&s, &header)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(Shape::of(&s).text())
     }
 
     fn progress_line(&self, row: &RunRow) -> String {
@@ -487,16 +640,22 @@ impl Campaign {
             row.modes.iter().map(|m| format!("{} {}", m.mode, m.words)).collect::<Vec<_>>().join("; ")
         };
         format!(
-            "run {}/{} [{}] seed {}: {} fault(s) → {}{}; findings so far {}, inconclusive {}{}",
+            "run {}/{} [{}] seed {} job {}: {} fault(s) → {}{}; findings so far {}, inconclusive {}{}{}",
             row.i,
             self.args.runs,
             crate::matrix::human_duration(self.t0.elapsed().as_millis() as u64),
             row.seed,
+            row.shape,
             row.faults,
             verdicts,
             row.aim_words(),
             self.findings.list.len(),
             self.rows.iter().chain([row]).map(RunRow::inconclusive).sum::<usize>(),
+            match (&row.cluster_reused_from, &row.cluster_fresh_because) {
+                (Some(_), _) => "; cluster reused".to_string(),
+                (None, Some(why)) => format!("; a fresh cluster: {why}"),
+                (None, None) => String::new(),
+            },
             match (row.rss_bytes, row.heap_bytes) {
                 (Some(r), Some(h)) => format!("; {} MB resident, {} MB in use", report::mb(r), report::mb(h)),
                 (Some(r), None) => format!("; {} MB resident", report::mb(r)),
@@ -556,6 +715,18 @@ pub fn write_files(e: &Explored) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", json.display()))?;
     let page = e.dir.join(html::HTML_FILE);
     std::fs::write(&page, html::render_html(e)).with_context(|| format!("writing {}", page.display()))
+}
+
+/// What a finding says while its shrink waits for `--until-found`'s search to stop.
+const DEFERRED: &str = "--until-found: shrunk once the search stops";
+
+/// A finding whose shrink waits for the search to stop.
+struct Pending {
+    n: usize,
+    sum: Summary,
+    m: ModeSummary,
+    kinds: Vec<String>,
+    anomaly: String,
 }
 
 /// Why a new finding keeps its run's faults instead of being shrunk, if it does: shrinking

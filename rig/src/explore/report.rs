@@ -102,6 +102,9 @@ pub struct RunRow {
     /// 1-based.
     pub i: u32,
     pub seed: u64,
+    /// The job drawn for it, compactly (`p2 cc3 ci400 tt60000 r12000@2000 V2`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub shape: String,
     /// Faults drawn (and run).
     pub faults: usize,
     /// Faults the generator drew that the scenario refused.
@@ -126,6 +129,12 @@ pub struct RunRow {
     /// The run did not finish (the rig's own failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The run whose cluster this run reused (the last one left it healthy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_reused_from: Option<String>,
+    /// Why the cluster the last run kept was not reused (this run started its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_fresh_because: Option<String>,
     /// The campaign process's resident set after the run, freed memory handed back
     /// (`sinkhole_base::memory`), bytes: flat over a long campaign, or a leak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,6 +150,7 @@ impl RunRow {
         RunRow {
             i,
             seed,
+            shape: String::new(),
             faults: d.faults.len(),
             refused: d.refused,
             spaced: d.spaced,
@@ -156,6 +166,8 @@ impl RunRow {
             modes: Vec::new(),
             findings: Vec::new(),
             error: None,
+            cluster_reused_from: None,
+            cluster_fresh_because: None,
             rss_bytes: None,
             heap_bytes: None,
         }
@@ -272,14 +284,15 @@ pub fn render(e: &Explored) -> String {
         e.rig_errors
     );
     if !e.findings.is_empty() {
-        out.push_str("\nfindings (replay: sinkhole run FILE --seed SEED):\n");
+        out.push_str("\nfindings (replay: sinkhole replay FILE, or sinkhole run FILE --seed SEED):\n");
         for f in &e.findings {
             let shrunk = match (&f.not_shrunk, f.shrink_runs) {
                 (Some(why), _) => format!("not shrunk: {why}"),
                 (None, n) => format!("shrunk in {n} run(s)"),
             };
+            let job = if f.job.is_empty() { String::new() } else { format!(", job {}", f.job) };
             out.push_str(&format!(
-                "  {:02}  {}\n      seed {}, seen in {} run(s), faults {} → {} ({shrunk}): {}\n",
+                "  {:02}  {}\n      seed {}, seen in {} run(s), faults {} → {} ({shrunk}){job}: {}\n",
                 f.n,
                 f.signature.text(),
                 f.seed,
@@ -288,6 +301,9 @@ pub fn render(e: &Explored) -> String {
                 f.faults_after,
                 f.path.display()
             ));
+            if let Some(r) = &f.replay {
+                out.push_str(&format!("      {}\n", replay_words(r)));
+            }
         }
     }
     if !e.detection.is_empty() {
@@ -310,6 +326,16 @@ pub fn render(e: &Explored) -> String {
     }
     out.push_str(&format!("\n{}\n", e.dir.join(super::JSON_FILE).display()));
     out
+}
+
+/// A finding's replays with what the tries that did not reproduce it showed:
+/// `does not replay: 1/3 (try 2: clean (expected); try 3: inconclusive — …)`.
+pub fn replay_words(r: &super::replay::Replay) -> String {
+    if r.other.is_empty() {
+        r.words()
+    } else {
+        format!("{} ({})", r.words(), r.other.join("; "))
+    }
 }
 
 /// Bytes as whole MiB, rounded.

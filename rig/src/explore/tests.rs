@@ -194,10 +194,12 @@ fn finding(sig: &Signature, seed: u64, path: &str, runs: &[&str]) -> super::find
         words: "LOST 3 — expected clean".into(),
         faults_before: 4,
         faults_after: 1,
+        job: "p1 cc3 ci400 tt60000 r12000@2000 V2".into(),
         shrink_runs: 2,
         shrink_stop: Some("minimal".into()),
         not_shrunk: None,
         runs: runs.iter().map(|r| r.to_string()).collect(),
+        replay: None,
     }
 }
 
@@ -261,6 +263,7 @@ fn args(file: &Path) -> ExploreArgs {
         shrink_runs: 2,
         until_found: false,
         keep_data: false,
+        replay: 0,
         shard: None,
     }
 }
@@ -375,6 +378,7 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
         runs: vec![RunRow {
             i: 1,
             seed: 8,
+            shape: "p3 cc3 ci400 tt60000 r12000@2000 V1".into(),
             faults: 1,
             refused: 0,
             spaced: 1,
@@ -391,6 +395,8 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
             }],
             findings: vec![1],
             error: None,
+            cluster_reused_from: None,
+            cluster_fresh_because: None,
             rss_bytes: Some(63 << 20),
             heap_bytes: Some(20 << 20),
         }],
@@ -399,7 +405,10 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(t.starts_with("2 runs of s in 1m01s (the time budget ran out): 1 finding(s), 1 inconclusive"), "{t}");
     assert!(t.contains("01  legacy: lost × kill-workers × checkpoint_persisted"), "{t}");
     assert!(
-        t.contains("seed 8, seen in 2 run(s), faults 4 → 1 (shrunk in 2 run(s)): results/explore-x/found/01-lost.yaml"),
+        t.contains(
+            "seed 8, seen in 2 run(s), faults 4 → 1 (shrunk in 2 run(s)), job p1 cc3 ci400 tt60000 r12000@2000 V2: \
+             results/explore-x/found/01-lost.yaml"
+        ),
         "{t}"
     );
     assert!(t.lines().any(|l| l.starts_with("kill-workers") && l.ends_with("1/1")), "{t}");
@@ -428,6 +437,9 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(h.contains("<th>checkpoint_persisted</th>") && h.contains("<td class=\"hit\">1/1</td>"), "{h}");
     assert!(h.contains("<a href=\"runs/s-1-8/report.html\">1</a>"), "{h}");
     assert!(h.contains("(0 refused, 1 spaced)"), "{h}");
+    // Each run's drawn job, and the finding's job as saved (shrunk toward the scenario's).
+    assert!(h.contains("<td><code>p3 cc3 ci400 tt60000 r12000@2000 V1</code></td>"), "{h}");
+    assert!(h.contains("<br>job <code>p1 cc3 ci400 tt60000 r12000@2000 V2</code>"), "{h}");
     assert!(h.contains("<td>legacy</td><td class=\"hit\">finding 01 in run 1 of 2 (seed 8), after 42.0s</td>"), "{h}");
     assert!(h.contains("<td>twopc-inject</td><td class=\"none\">no finding in 2 run(s)</td>"), "{h}");
     assert!(h.contains("memory between runs: 41 MB at the start"), "{h}");
@@ -442,6 +454,23 @@ fn the_table_lists_each_finding_with_its_replay_and_the_coverage() {
     assert!(h.contains("aimed at <code>restore-pending-2</code> (2 drawn left out)"), "{h}");
     assert!(h.contains("<td><small>restore-pending-1, fenced-on-restore</small></td>"), "{h}");
     assert!(!h.contains("<clean>"), "escaped");
+    assert!(!t.contains("replays ") && !t.contains("does not replay"), "no replay line when not replayed: {t}");
+
+    // Replayed: the count, and what the tries that did not reproduce it showed.
+    let mut e = e;
+    e.findings[0].replay = Some(super::replay::Replay {
+        tries: 3,
+        reproduced: 2,
+        other: vec!["try 2: clean (expected)".into()],
+        cut: None,
+    });
+    let t = render(&e);
+    assert!(
+        t.contains("results/explore-x/found/01-lost.yaml\n      does not replay: 2/3 (try 2: clean (expected))\n"),
+        "{t}"
+    );
+    let h = super::html::render_html(&e);
+    assert!(h.contains("--seed 8</code><br>does not replay: 2/3 (try 2: clean (expected))</td>"), "{h}");
 }
 
 #[test]
@@ -587,6 +616,7 @@ fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings:
             RunRow {
                 i: i as u32 + 1,
                 seed: *seed,
+                shape: "p2 cc1 ci1000 tt60000 r40000@1000 V2".into(),
                 faults: 1,
                 refused: 0,
                 spaced: 0,
@@ -598,6 +628,8 @@ fn shard_of(index: u32, runs: &[(u64, &[usize])], findings: Vec<super::findings:
                 modes: vec![],
                 findings: f.to_vec(),
                 error: None,
+                cluster_reused_from: None,
+                cluster_fresh_because: None,
                 rss_bytes: None,
                 heap_bytes: None,
             }

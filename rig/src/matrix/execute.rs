@@ -12,22 +12,8 @@ use super::{
     ShardInfo,
 };
 use crate::results::summary::Summary;
-use crate::run::{self, RunArgs, RunError};
+use crate::run::{self, RunError};
 use sinkhole_base::rundir::MatrixDir;
-/// Plans a cell with a run directory of its own: two cells of the same
-/// scenario and seed started within one second would share a run id (its
-/// timestamp has seconds), so the later one takes the next second.
-fn plan_unique(args: &RunArgs, now: u64) -> Result<run::Plan, RunError> {
-    let mut t = now;
-    loop {
-        let p = run::plan(args, t)?;
-        if !p.dir.path().exists() || t >= now + 3600 {
-            return Ok(p);
-        }
-        t += 1;
-    }
-}
-
 fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -243,7 +229,7 @@ fn skip_after_failure(shared: &Mutex<Shared>, i: usize) -> bool {
 /// Plans cell `i`; a cell that no longer plans (validated before, so a file
 /// changed on disk since) is recorded as an error and skipped.
 fn plan_cell(args: &MatrixArgs, key: &CellKey, shared: &Mutex<Shared>, i: usize) -> Option<run::Plan> {
-    match plan_unique(&cell_args(args, key), unix_now()) {
+    match run::plan_unique(&cell_args(args, key), unix_now()) {
         Ok(p) => Some(p),
         Err(RunError::BadInput(e) | RunError::Failed(e)) => {
             let mut s = lock(shared);

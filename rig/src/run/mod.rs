@@ -342,12 +342,23 @@ pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Resul
     let mut cluster = cluster;
     let result = execute_on(plan, cluster.as_mut(), start_ms, used).await;
     let kept = keep && key.is_some() && result.is_ok();
-    // What the run left open would outlive it there: the next cell's, or the owners'.
+    // What the run left open would outlive it there: the next run's, or the owners'.
     if kept || plan.scenario.cluster.backend == Backend::External {
         let prefixes: Vec<String> = plan.scenario.modes.iter().map(|m| plan.tid_prefix(*m)).collect();
         let timeout = plan.scenario.job.transaction_timeout_ms;
         if let Some(line) = tidy::abort_left_open(&cluster.client_bootstrap(), &prefixes, timeout).await.line() {
             progress(&line);
+        }
+    }
+    // A campaign's run drops its data with its cluster; a kept cluster the rig started drops the
+    // run's topics (on an external cluster, as its segments, they are left to its owners).
+    if kept && plan.drop_data && plan.scenario.cluster.backend != Backend::External {
+        let topics = reuse::run_topics(plan);
+        match reuse::drop_topics(&cluster.bootstrap_list(), &topics).await {
+            Ok(()) => {
+                progress(&format!("the run's {} topic(s) deleted; the cluster is kept for the next run", topics.len()))
+            }
+            Err(e) => progress(&format!("the run's topics were not deleted from the kept cluster: {e}")),
         }
     }
     match (kept, key) {
@@ -386,7 +397,7 @@ async fn take_warm(warm: Option<Warm>, key: Option<&ClusterKey>) -> Result<Warm,
     if key != Some(&w.key) {
         let why = match key {
             None => "this scenario's cluster is its own (an authorizer)".to_string(),
-            Some(_) => "the cluster spec differs from the previous cell's".to_string(),
+            Some(_) => "the cluster spec differs from the previous run's".to_string(),
         };
         return Err((Some(why), Some(w)));
     }
@@ -509,8 +520,25 @@ pub fn lead_text(lead: Option<SinkMode>) -> String {
 /// (`--backend`, `--image`) instead of the scenario's. The caller prints the
 /// summary (`args.json` says how).
 pub async fn run_on(args: &RunArgs, backend: Option<Backend>, image: Option<String>) -> Result<Summary, RunError> {
+    execute(&planned(args, backend, image)?).await
+}
+
+/// [`run_on`] for a campaign's run (an exploration's, a shrink's try, a replay): it takes the
+/// cluster in `kept` when that has the same spec and is healthy ([`reuse::health`]; else it
+/// starts its own, its summary saying why) and leaves its own cluster there for the next run.
+/// What is left in `kept` is the caller's to tear down when the campaign ends, however it ends
+/// (dropped, a local cluster's nodes are killed; a signal kills them with every process of the rig).
+pub async fn run_keeping(args: &RunArgs, kept: &mut Option<Warm>) -> Result<Summary, RunError> {
+    let plan = planned(args, None, None)?;
+    let (result, next) = execute_with(&plan, kept.take(), true).await;
+    *kept = next;
+    result
+}
+
+/// [`plan`] with the command line's cluster choices, its run named on stderr.
+fn planned(args: &RunArgs, backend: Option<Backend>, image: Option<String>) -> Result<Plan, RunError> {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let mut plan = plan(args, now)?;
+    let mut plan = plan_unique(args, now)?;
     if let Some(b) = backend {
         plan.scenario.cluster.backend = b;
     }
@@ -534,7 +562,21 @@ pub async fn run_on(args: &RunArgs, backend: Option<Backend>, image: Option<Stri
         plan.seed,
         plan.dir.path().display()
     ));
-    execute(&plan).await
+    Ok(plan)
+}
+
+/// [`plan`] with a run directory of its own: two runs of the same scenario and seed started
+/// within one second (a matrix's cells, a replay's tries) would share a run id (its timestamp
+/// has seconds), so the later one takes the next second.
+pub fn plan_unique(args: &RunArgs, now: u64) -> Result<Plan, RunError> {
+    let mut t = now;
+    loop {
+        let p = plan(args, t)?;
+        if !p.dir.path().exists() || t >= now + 3600 {
+            return Ok(p);
+        }
+        t += 1;
+    }
 }
 
 #[cfg(test)]

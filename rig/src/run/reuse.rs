@@ -1,6 +1,6 @@
 //! A cluster kept up from one run to the next (the matrix's consecutive
-//! cells with the same cluster spec), and the check that it is still fit
-//! to hand over.
+//! cells with the same cluster spec, an exploration's runs, a shrink's and a
+//! replay's tries), and the check that it is still fit to hand over.
 //!
 //! Starting Kafka is most of a short cell's overhead; a cell that shares a
 //! warm cluster gets its own topics and transactional ids (both carry the
@@ -9,11 +9,19 @@
 //! transaction still open (the broker would abort it under the next run's
 //! feet), a proxy rule left installed. [`health`] looks for each; any one of
 //! them and the next cell gets a fresh cluster, and says why.
+//!
+//! What it would inherit without harm but at a cost is the earlier runs'
+//! data: a kept cluster serves an exploration's runs for hours, and each
+//! run's topics would stay on its brokers' disks (tens of MB a run) and be
+//! recovered again by every broker a later fault kills. A campaign's run
+//! drops its log segments with its cluster ([`super::RunArgs::drop_data`]);
+//! a kept cluster drops the run's topics instead ([`drop_topics`]).
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
 use sinkhole_client::wire::client::{Client, ClientConfig};
+use sinkhole_client::wire::WireError;
 
 use super::{broker_config, Plan};
 use sinkhole_cluster::Cluster;
@@ -54,6 +62,33 @@ pub struct Warm {
     pub key: ClusterKey,
     /// The run that started it (its directory holds the nodes' logs).
     pub started_by: String,
+}
+
+impl Warm {
+    /// Tears the kept cluster down: a campaign's end, however it ends.
+    pub async fn teardown(mut self) {
+        self.cluster.teardown().await;
+    }
+}
+
+/// The topics a run made: each mode's output, and a share-group source's input.
+pub fn run_topics(plan: &Plan) -> Vec<String> {
+    let s = &plan.scenario;
+    let mut topics = Vec::new();
+    for m in &s.modes {
+        let topic = plan.topic(*m);
+        if s.share_source().is_some() {
+            topics.push(sinkhole_scenario::source::input_topic(&topic));
+        }
+        topics.push(topic);
+    }
+    topics
+}
+
+/// Deletes `topics` (checked and drained already) from a cluster kept for the next run.
+pub async fn drop_topics(bootstrap: &[String], topics: &[String]) -> Result<(), WireError> {
+    let mut client = Client::connect(bootstrap, ClientConfig::default()).await?;
+    client.delete_topics(topics).await
 }
 
 /// How the run came by its cluster, for summary.json and matrix.json.

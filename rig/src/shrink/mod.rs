@@ -9,7 +9,10 @@
 //! random draws replay). The search is bounded by runs and by time and
 //! prints a line per run; the smallest list found is saved as a scenario
 //! (`<RUN_DIR>/shrink/minimal.yaml`, replayable with `sinkhole run … --seed`)
-//! with `shrink.json` beside it.
+//! with `shrink.json` beside it. An exploration's shrink also moves the run's
+//! drawn job toward the scenario's own, field by field, while the failure stays
+//! ([`ShrinkArgs::toward`]); a run's directory alone does not say what the
+//! scenario's own job was, so `sinkhole shrink` leaves the job as it ran.
 pub mod search;
 
 use std::path::{Path, PathBuf};
@@ -22,10 +25,10 @@ use sinkhole_model::SinkMode;
 
 use crate::results::summary::{ModeSummary, Summary};
 use crate::run::{self, RunArgs, RunError};
-pub use search::{candidates, shrink_with, Candidate, Search, Stop};
+pub use search::{candidates, run_search, shrink_with, Candidate, Search, Stop, Toward};
 use sinkhole_checker::verdict::words::RIG_ERROR;
 use sinkhole_checker::verdict::Outcome;
-use sinkhole_scenario::{FaultSpec, Scenario};
+use sinkhole_scenario::{FaultSpec, Scenario, Shape};
 
 pub const DIR: &str = "shrink";
 pub const YAML_FILE: &str = "minimal.yaml";
@@ -41,6 +44,9 @@ pub struct ShrinkArgs {
     pub max_time: Duration,
     /// The tries drop their brokers' log segments at teardown ([`RunArgs::drop_data`]).
     pub drop_data: bool,
+    /// Where the run's job moves (an exploration's: the scenario's own within its bounds);
+    /// None: the job stays as it ran.
+    pub toward: Option<Toward>,
 }
 
 /// The kinds of failure a mode's verdict shows: its anomalies (`lost`,
@@ -99,6 +105,16 @@ fn detail(m: &ModeSummary) -> String {
 }
 
 /// The scenario of a candidate: the run's resolved scenario with only the
+/// target mode and the candidate's faults, and its job when it moves one.
+pub fn candidate_of(base: &Scenario, mode: SinkMode, c: &Candidate) -> Scenario {
+    let s = candidate_scenario(base, mode, &c.faults);
+    match &c.shape {
+        Some(shape) => shape.apply(&s),
+        None => s,
+    }
+}
+
+/// The scenario of a candidate: the run's resolved scenario with only the
 /// target mode and the candidate's faults.
 pub fn candidate_scenario(base: &Scenario, mode: SinkMode, faults: &[FaultSpec]) -> Scenario {
     let mut s = base.clone();
@@ -148,6 +164,12 @@ pub struct Shrunk {
     pub target: Target,
     pub faults_before: usize,
     pub faults_after: usize,
+    /// The job as the run had it and as the minimal scenario has it (`p2 cc3 ci400 …`), when
+    /// the shrink moved the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_before: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_after: Option<String>,
     /// Candidate runs made.
     pub runs: u32,
     pub stop: Stop,
@@ -178,9 +200,20 @@ pub async fn run(args: ShrinkArgs) -> Result<Shrunk, RunError> {
 }
 
 /// The search with one run per candidate, its lines on stderr; returns the
-/// result (minimal.yaml and shrink.json written). `sinkhole explore` shrinks
-/// each new finding with it.
+/// result (minimal.yaml and shrink.json written). The candidates run on one
+/// cluster while it stays healthy ([`run::run_keeping`]), torn down at the end.
 pub async fn shrink(args: ShrinkArgs) -> Result<Shrunk, RunError> {
+    let mut kept = None;
+    let r = shrink_on(args, &mut kept).await;
+    if let Some(w) = kept {
+        w.teardown().await;
+    }
+    r
+}
+
+/// [`shrink`] on the cluster a campaign keeps (`sinkhole explore` shrinks each new finding
+/// with it), the cluster left in `kept` for the campaign's next run.
+pub async fn shrink_on(args: ShrinkArgs, kept: &mut Option<run::Warm>) -> Result<Shrunk, RunError> {
     let t0 = Instant::now();
     let run_dir = RunDir::at(&args.run_dir);
     let summary = read_summary(&run_dir)?;
@@ -212,15 +245,18 @@ pub async fn shrink(args: ShrinkArgs) -> Result<Shrunk, RunError> {
     ));
     // The runs' own lines would drown the search's: they are in each run's directory.
     run::set_progress_sink(Some(Box::new(|_| {})));
-    let mut search = Search::new(base.faults.clone(), args.max_runs);
+    let mut search = match &args.toward {
+        Some(t) => Search::with_job(base.faults.clone(), Shape::of(&base), t.clone(), args.max_runs),
+        None => Search::new(base.faults.clone(), args.max_runs),
+    };
     let mut tries = Vec::new();
     let mut stop = None;
-    while let Some(c) = search.next_candidate() {
+    while let Some(c) = search.next_candidate_where(|c| trials.runs_it(c)) {
         if t0.elapsed() >= args.max_time {
             stop = Some(Stop::Time);
             break;
         }
-        let t = trials.run(search.runs + 1, &c).await?;
+        let t = trials.run(search.runs + 1, &c, kept).await?;
         let same = t.same;
         search.report(c, same);
         progress(&format!(
@@ -249,6 +285,8 @@ pub async fn shrink(args: ShrinkArgs) -> Result<Shrunk, RunError> {
         target,
         faults_before: base.faults.len(),
         faults_after: search.current().len(),
+        job_before: search.shape().map(|_| Shape::of(&base).text()),
+        job_after: search.shape().map(Shape::text),
         runs: search.runs,
         stop,
         steps: search.accepted.clone(),
@@ -290,10 +328,18 @@ struct Trials<'a> {
 }
 
 impl Trials<'_> {
-    /// Candidate `n`: its scenario written as `try-N.yaml` and run with the run's seed.
-    async fn run(&self, n: u32, c: &Candidate) -> Result<Try, RunError> {
+    /// Whether the scenario accepts candidate `c` as a file (a job moved to one subtask cannot
+    /// keep a fault on subtask 2): one it refuses is passed over without a run.
+    fn runs_it(&self, c: &Candidate) -> bool {
+        let s = candidate_of(self.base, self.target.mode, c);
+        serde_saphyr::to_string(&s).is_ok_and(|text| sinkhole_scenario::from_str(&text, "candidate.yaml").is_ok())
+    }
+
+    /// Candidate `n`: its scenario written as `try-N.yaml` and run with the run's seed, on the
+    /// cluster in `kept` when it is fit.
+    async fn run(&self, n: u32, c: &Candidate, kept: &mut Option<run::Warm>) -> Result<Try, RunError> {
         let file = self.out.join(format!("try-{n}.yaml"));
-        let s = candidate_scenario(self.base, self.target.mode, &c.faults);
+        let s = candidate_of(self.base, self.target.mode, c);
         let header = vec![format!("shrink candidate {n} of run {}: {}", self.summary.run_id, c.step)];
         std::fs::write(&file, scenario_yaml(&s, &header)?).with_context(|| format!("writing {}", file.display()))?;
         let rargs = RunArgs {
@@ -312,7 +358,7 @@ impl Trials<'_> {
             same,
             dir,
         };
-        Ok(match run::run_on(&rargs, None, None).await {
+        Ok(match run::run_keeping(&rargs, kept).await {
             Ok(sum) => match sum.modes.iter().find(|m| m.mode == self.target.mode) {
                 Some(m) => tried(m.outcome, m.words(), detail(m), self.target.same(m), Some(sum.dir.clone())),
                 None => {
@@ -333,10 +379,17 @@ impl Trials<'_> {
     /// and how to replay it.
     fn write_minimal(&self, search: &Search, stop: Stop, minimal: &Path) -> Result<(), RunError> {
         let (summary, target) = (self.summary, self.target);
-        let s = candidate_scenario(self.base, target.mode, search.current());
+        let mut s = candidate_scenario(self.base, target.mode, search.current());
+        if let Some(shape) = search.shape() {
+            s = shape.apply(&s);
+        }
+        let job = match search.shape() {
+            Some(shape) => format!("; job {} (ran as {})", shape.text(), Shape::of(self.base).text()),
+            None => String::new(),
+        };
         let header = vec![
             format!(
-                "shrunk by `sinkhole shrink` from run {} ({}, Kafka {}): {} of {} faults after {} runs ({}), still {} with {}",
+                "shrunk by `sinkhole shrink` from run {} ({}, Kafka {}): {} of {} faults after {} runs ({}), still {} with {}{job}",
                 summary.run_id,
                 summary.scenario,
                 summary.kafka,
@@ -361,4 +414,4 @@ impl Trials<'_> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

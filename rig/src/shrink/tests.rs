@@ -4,7 +4,7 @@ use sinkhole_model::{Mutant, SinkMode};
 
 use super::*;
 use sinkhole_checker::Counts;
-use sinkhole_scenario::When;
+use sinkhole_scenario::{Shape, When};
 
 const FILE: &str = "\
 name: shrink-test
@@ -103,7 +103,8 @@ fn the_first_candidates_keep_one_half_then_drop_one_fault() {
     assert_eq!(candidates(&f).iter().map(|c| c.step.as_str()).collect::<Vec<_>>(), ["drop a"]);
 }
 
-fn row(mode: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> ModeSummary {
+/// A mode's row with `lost` and `dup` counted (the replays' tests use it too).
+pub(crate) fn row(mode: SinkMode, outcome: Outcome, lost: u64, dup: u64, reason: &str) -> ModeSummary {
     ModeSummary {
         mode,
         outcome,
@@ -160,4 +161,115 @@ fn a_list_already_run_is_not_run_again() {
     assert_eq!(names(s.current()), ["d"]);
     assert!(at(&s.current()[0]) < 1000, "moved as early as it goes: {}", at(&s.current()[0]));
     assert_eq!(lists.iter().filter(|l| l.is_empty()).count(), 1);
+}
+
+/// The shrink test's scenario with a `shape:`: its own job p2 cc1 ci1000 r1000@1000 tt60000 V2,
+/// pulled into these bounds (records 10000 to 20000).
+fn shaped() -> (Scenario, Toward) {
+    let text = FILE.replace(
+        "expect:",
+        "shape: {parallelism: [1, 3], max_concurrent_checkpoints: [1, 3], checkpoint_interval_ms: [200, 1000],\n        \
+         records_per_subtask: [10000, 20000], rate_per_subtask: [1000, 2000]}\nexpect:",
+    );
+    let s = sinkhole_scenario::from_str(&text, "shaped.yaml").unwrap_or_else(|e| panic!("{}", e.render()));
+    let bounds = s.shape_bounds();
+    let shape = bounds.clamp(&Shape::of(&s));
+    (s, Toward { bounds, shape })
+}
+
+/// The job an exploration drew for the failing run: every field away from the scenario's.
+fn drawn_job() -> Shape {
+    Shape {
+        parallelism: 3,
+        max_concurrent_checkpoints: 3,
+        checkpoint_interval_ms: 200,
+        rate_per_subtask: 2000,
+        records_per_subtask: 20_000,
+        transaction_timeout_ms: 50_000,
+        transactions: sinkhole_scenario::expect_by::Protocol::V1,
+        naming: None,
+    }
+}
+
+#[test]
+fn a_findings_job_moves_toward_the_scenarios_own_except_where_the_failure_needs_it() {
+    let (s, toward) = shaped();
+    assert_eq!(toward.shape.text(), "p2 cc1 ci1000 tt60000 r10000@1000 V2");
+    toward.bounds.admits(&drawn_job()).unwrap();
+    // A bug that needs fault d and several pending checkpoints (a restore's later committables).
+    let needs = |c: &Candidate| names(&c.faults).contains(&"d") && c.shape.unwrap().max_concurrent_checkpoints >= 2;
+    let mut job_runs = 0;
+    let mut fault_lists: Vec<Vec<FaultSpec>> = Vec::new();
+    let search = Search::with_job(s.faults.clone(), drawn_job(), toward.clone(), 200);
+    let done = run_search(
+        search,
+        |_| true,
+        |c| {
+            job_runs += usize::from(c.moves != search::Moves::Faults);
+            if c.moves == search::Moves::Faults {
+                // A fault list that did not fail is not run again once the job is simpler.
+                assert!(!fault_lists.contains(&c.faults), "ran again after a job step: {}", c.step);
+                fault_lists.push(c.faults.clone());
+            }
+            needs(c)
+        },
+    );
+    assert_eq!(names(done.current()), ["d"]);
+    let job = done.shape().unwrap();
+    assert_eq!(job.text(), "p2 cc3 ci1000 tt60000 r10000@1000 V2", "{:?}", done.accepted);
+    toward.bounds.admits(job).unwrap();
+    // The whole job at once first (it lost the failure), then a field at a time, each once.
+    assert!(job_runs <= sinkhole_scenario::shape::FIELDS.len() + 1, "{job_runs} job steps run");
+    assert!(done.accepted.contains(&"job parallelism 3 → 2".to_string()), "{:?}", done.accepted);
+    assert!(!done.accepted.iter().any(|a| a.starts_with("job max_concurrent_checkpoints")), "{:?}", done.accepted);
+    assert_eq!(done.stop(), Stop::Minimal);
+}
+
+#[test]
+fn a_job_the_failure_does_not_need_becomes_the_scenarios_in_one_step() {
+    let (s, toward) = shaped();
+    let done = run_search(
+        Search::with_job(s.faults.clone(), drawn_job(), toward.clone(), 200),
+        |_| true,
+        |c| names(&c.faults).contains(&"b"),
+    );
+    assert_eq!((names(done.current()), done.shape()), (vec!["b"], Some(&toward.shape)));
+    assert!(done.accepted.iter().any(|a| a == "job as the scenario's: p2 cc1 ci1000 tt60000 r10000@1000 V2"));
+}
+
+#[test]
+fn a_longer_interval_raises_the_timeout_to_its_floor_and_a_case_the_scenario_refuses_is_not_run() {
+    let (s, toward) = shaped();
+    // At 200 ms the drawn timeout may be 43 s; the scenario's 1000 ms interval with three
+    // pending checkpoints needs 46 s (4 × 1000 + a dropped request's 32 s + 10 s).
+    let low = Shape { transaction_timeout_ms: 43_000, ..drawn_job() };
+    toward.bounds.admits(&low).unwrap();
+    let search = Search::with_job(vec![], low, toward.clone(), 200);
+    let mut steps = Vec::new();
+    run_search(
+        search,
+        |_| true,
+        |c| {
+            steps.push(c.step.clone());
+            c.moves == search::Moves::JobField("checkpoint_interval_ms")
+        },
+    );
+    assert!(
+        steps.contains(&"job checkpoint_interval_ms 200 → 1000 (transaction_timeout_ms 43000 → 46000)".to_string()),
+        "{steps:?}"
+    );
+    // One subtask cannot keep a fault on subtask 1: that case is passed over, not run.
+    let one_subtask = |c: &Candidate| c.shape.is_none_or(|j| j.parallelism > 1 || !names(&c.faults).contains(&"b"));
+    let mut ran = Vec::new();
+    let done = run_search(
+        Search::with_job(s.faults.clone(), Shape { parallelism: 3, ..toward.shape }, toward.clone(), 200),
+        one_subtask,
+        |c| {
+            ran.push(c.clone());
+            names(&c.faults).contains(&"b")
+        },
+    );
+    assert!(ran.iter().all(&one_subtask), "a refused case ran");
+    assert_eq!(done.runs as usize, ran.len());
+    assert_eq!(done.shape().unwrap().parallelism, 2);
 }

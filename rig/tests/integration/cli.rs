@@ -75,6 +75,20 @@ fn explore_refuses_bad_input_before_any_run() {
     assert!(stderr(&o).contains("unknown unit"), "{}", stderr(&o));
     assert_bad_input(&explore(&["--shard", "1/2"]), "--shard 1/2 needs --seed");
     assert_bad_input(&explore(&["--shard", "3/2", "--seed", "1"]), "expected I/N with 1 ≤ I ≤ N");
+    // A `shape:` bound no job can meet, at its place, before any run.
+    let text = std::fs::read_to_string(scenario).unwrap();
+    let shaped = common::test_dir("explore-bad-shape").join("bad-shape.yaml");
+    std::fs::create_dir_all(shaped.parent().unwrap()).unwrap();
+    std::fs::write(&shaped, format!("{text}shape:\n  parallelism: [3, 1]\n")).unwrap();
+    let line = text.lines().count() + 2;
+    let o = sinkhole(&["explore", shaped.to_str().unwrap(), "--results", results]);
+    assert_bad_input(
+        &o,
+        &format!("bad-shape.yaml:{line}:16: shape.parallelism: [3, 1]: the minimum is above the maximum"),
+    );
+    // `sinkhole replay` of a file that is no saved finding, or no file: refused before any try.
+    assert_bad_input(&sinkhole(&["replay", scenario, "--results", results]), "no `# signature:` line");
+    assert_bad_input(&sinkhole(&["replay", "/nonexistent/01-lost.yaml", "--results", results]), "01-lost.yaml");
     // Nothing was started, nothing written.
     assert!(std::fs::read_dir(results).map(|d| d.count() == 0).unwrap_or(true));
 }

@@ -1,10 +1,10 @@
 //! `sinkhole explore` end to end on real Kafka 4.4.0: one run of a small scenario with a
 //! seed whose schedule restores the job, under the mutant that rewinds one record too far,
 //! so the run must be a finding: saved as found/01-lost.yaml with its seed, in explore.json
-//! with its signature and in explore.html, the schedule the binary ran the one the library
-//! draws (and aims) for that seed, the protocol states its history shows in its row and in
-//! the campaign's coverage of states, and the run's brokers' log segments removed with its
-//! cluster.
+//! with its signature and in explore.html, the job and the schedule the binary ran the ones the
+//! library draws (and aims) for that seed, the protocol states its history shows in its row and
+//! in the campaign's coverage of states; replayed once (`--replay 1`) on the run's cluster, kept
+//! healthy for it, and reproduced; the brokers' log segments removed with the cluster at the end.
 use crate::common;
 
 use std::path::Path;
@@ -28,12 +28,12 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     // broker's restart is slow next to a six-second job).
     let mode = SinkMode::parse("legacy~restore-off-by-one").unwrap();
     let aims = Aims::new(&s, &[mode]);
-    let drawn = |seed: u64| aims.draw(&s, seed, &Default::default());
+    let planned = |seed: u64| aims.run_of(&s, seed, &Default::default());
     let seed = (0..200)
         .find(|seed| {
-            let (d, aim) = drawn(*seed);
+            let (run, aim) = planned(*seed);
             aim.is_some_and(|a| a.state == State::RestorePending1)
-                && d.faults.iter().all(|f| f.kind.kind().family() != Family::Brokers)
+                && run.drawn.faults.iter().all(|f| f.kind.kind().family() != Family::Brokers)
         })
         .expect("a seed aimed at restore-pending-1");
     let results = common::test_dir("explore");
@@ -41,6 +41,7 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
         .arg("explore")
         .arg(&file)
         .args(["--mode", "legacy~restore-off-by-one", "--runs", "1", "--time", "5m", "--shrink-runs", "0"])
+        .args(["--replay", "1"])
         .args(["--seed", &seed.to_string(), "--results"])
         .arg(&results)
         .output()
@@ -65,10 +66,11 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert!(text.contains(&format!("# seed: {seed}\n")) && text.contains("--seed"), "{text}");
     let saved = sinkhole_scenario::load(&found).unwrap_or_else(|e| panic!("{}", e.render()));
     assert_eq!(saved.modes.iter().map(|m| m.name()).collect::<Vec<_>>(), ["legacy~restore-off-by-one"]);
-    // The binary ran what the library draws for the seed.
+    // The binary ran what the library draws for the seed: its job, then its faults.
     let ran = sinkhole_scenario::load(&dir.join("schedules/run-001.yaml")).unwrap_or_else(|e| panic!("{}", e.render()));
-    let (d, aim) = drawn(seed);
-    assert_eq!(ran.faults, d.faults);
+    let (planned_run, aim) = planned(seed);
+    assert_eq!((&ran.job, &ran.faults), (&planned_run.scenario.job, &planned_run.drawn.faults));
+    assert_eq!(e["runs"][0]["shape"].as_str(), Some(planned_run.shape.text().as_str()), "{e}");
     assert_eq!(saved.faults, ran.faults, "not shrunk: the run's faults");
     assert!(e["coverage"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["hits"] == c["runs"])), "{e}");
     // The aim and the states the restored mode reached, in its row and in the campaign's
@@ -109,8 +111,26 @@ fn a_run_that_loses_records_is_a_finding_saved_with_its_seed() {
     assert!(page.contains("<a href=\"found/01-lost.yaml\">"), "{page}");
     assert!(page.contains(&format!("{} --seed {seed}</code>", found.display())), "{page}");
     assert!(page.contains("report.html\">1</a>") && page.contains("class=\"hit\""), "{page}");
-    // The run's brokers: log segments removed with the cluster, their logs kept.
+    // The replay: the saved file run again with its seed on the run's cluster (kept, since
+    // the run left it healthy), the same failure again; said in the table and on the page.
+    assert_eq!((f["replay"]["tries"].as_u64(), f["replay"]["reproduced"].as_u64()), (Some(1), Some(1)), "{f}");
+    assert!(stdout.contains("      replays 1/1\n"), "{stdout}");
+    assert!(page.contains("<br>replays 1/1</td>"), "{page}");
     let run = std::fs::read_dir(dir.join("runs")).unwrap().next().unwrap().unwrap().path();
+    let tried = std::fs::read_dir(run.join("replay")).unwrap().next().unwrap().unwrap().path();
+    let tried: Value = serde_json::from_str(&std::fs::read_to_string(tried.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(tried["seed"].as_u64(), Some(seed));
+    assert_eq!(tried["cluster_reused_from"].as_str(), e["runs"][0]["run_id"].as_str(), "{tried}");
+    assert!(e["runs"][0].get("cluster_fresh_because").is_none(), "{e}");
+    // explore.log: the runs' lines and the campaign's, each stamped with its time.
+    let log = std::fs::read_to_string(dir.join("explore.log")).unwrap();
+    let stamped = |l: &str| l.as_bytes().get(12) == Some(&b' ') && l.as_bytes().get(8) == Some(&b'.');
+    assert!(log.lines().all(|l| stamped(l) || l.starts_with(' ')), "{log}");
+    assert!(
+        log.contains("explore: finding 01: replay try 1/1 [") && log.contains("reusing the cluster of run"),
+        "{log}"
+    );
+    // The brokers: log segments removed with the cluster at the campaign's end, their logs kept.
     let node = run.join("cluster/node-1");
     assert!(node.join("server.log").is_file() && node.join("server.properties").is_file(), "{}", node.display());
     assert!(!node.join("data").exists(), "a campaign's run keeps no log segments: {}", node.display());

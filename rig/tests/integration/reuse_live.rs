@@ -1,7 +1,8 @@
 //! The health check that decides whether the matrix hands a cluster on to
 //! the next cell, against a real 1-node Kafka 4.4.0: a healthy cluster
 //! passes; an open transaction, a proxy rule left installed or a node that
-//! is down each fail it, saying which.
+//! is down each fail it, saying which. A run that hands its cluster on
+//! deletes its topics (DeleteTopics), a topic already gone counting as deleted.
 #![allow(clippy::await_holding_lock)]
 
 use crate::common;
@@ -46,6 +47,17 @@ async fn a_cluster_is_handed_on_only_when_healthy() {
     let why = health(&mut cluster).await.expect_err("a rule left installed is damage");
     assert!(why.contains("proxy rule"), "{why}");
     proxy.remove(id);
+
+    // The run's topics deleted before the cluster is handed on; deleting them again is no error.
+    let topics = ["sinkhole-reuse".to_string()];
+    sinkhole_rig::run::reuse::drop_topics(&servers, &topics).await.expect("the topic deleted");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while admin.metadata(None).await.unwrap().topic("sinkhole-reuse").is_some() {
+        assert!(std::time::Instant::now() < deadline, "the deleted topic is still listed after 10 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    sinkhole_rig::run::reuse::drop_topics(&servers, &topics).await.expect("a topic already gone counts as deleted");
+    health(&mut cluster).await.expect("healthy once its topic is gone");
 
     // A node down.
     cluster.act(1, NodeAction::Kill, Duration::from_secs(30)).await.unwrap();

@@ -89,6 +89,7 @@ async fn legacy_survives_a_kill_in_the_window_and_a_coordinator_pause_exactly_on
             },
         ],
         schedule: None,
+        shape: None,
         expect: BTreeMap::new(),
         sequential: false,
         lead: None,

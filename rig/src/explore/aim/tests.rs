@@ -236,3 +236,30 @@ fn the_guide_lists_every_recipe_as_the_table_has_it() {
         assert!(rest.contains(&format!("`{state}` has no recipe")), "{state}");
     }
 }
+
+#[test]
+fn a_campaign_run_draws_its_job_then_its_faults_and_aim_over_it() {
+    let s = scenario(ONE_BROKER);
+    let aims = Aims::new(&s, &LEGACY_AND_2PC);
+    let none = BTreeSet::new();
+    let (mut aimed, mut plain) = (0, 0);
+    for seed in 0..24 {
+        let (run, aim) = aims.run_of(&s, seed, &none);
+        assert_eq!(aims.run_of(&s, seed, &none), (run.clone(), aim.clone()), "seed {seed}: replays");
+        let unaimed = super::super::shape::run_of(&s, seed, Outages::for_modes(&LEGACY_AND_2PC));
+        let Some(aim) = aim else {
+            assert_eq!(run, unaimed, "seed {seed}: a run not aimed is the shape's run");
+            plain += 1;
+            continue;
+        };
+        aimed += 1;
+        // The job is the drawn one, with what the aim needs of it; the faults are the aimed draw's
+        // over that job.
+        let mut job = unaimed.scenario.job.clone();
+        aim.needs.apply(&mut job);
+        assert_eq!(run.scenario.job, job, "seed {seed}");
+        assert_eq!(run.scenario.faults, run.drawn.faults, "seed {seed}");
+        assert_eq!(run.shape.text(), sinkhole_scenario::shape::Shape::of(&run.scenario).text(), "seed {seed}");
+    }
+    assert!(aimed > 0 && plain > 0, "{aimed} aimed, {plain} not");
+}
