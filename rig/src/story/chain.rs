@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use sinkhole_base::utc::Utc;
 use sinkhole_checker::report::{Hanging, Whose};
 use sinkhole_checker::verdict::Verdict;
 use sinkhole_history::fault::End;
@@ -69,6 +70,12 @@ pub struct Entry {
     pub text: String,
     /// Where it is written: `legacy/history.jsonl:212`, `cluster/node-1/server.log:4924`.
     pub cite: String,
+}
+
+/// `21:02:26.390` (UTC), the time of day a timeline shows, its entries' and its missing links'.
+pub fn clock(ms: u64) -> String {
+    let u = Utc::from_unix(ms / 1000);
+    format!("{:02}:{:02}:{:02}.{:03}", u.hour, u.minute, u.second, ms % 1000)
 }
 
 /// The transaction a chain is about, as far as the run knows it.
@@ -407,8 +414,8 @@ fn fault_entries(i: &Inputs<'_>, tid: &str, start: u64, end: u64, c: &mut Chain)
     if touched.is_empty() {
         c.missing.push(format!(
             "no fault fired while it was open (from {} to {}): nothing the scenario did touched it",
-            super::render::clock(start),
-            super::render::clock(end)
+            clock(start),
+            clock(end)
         ));
     }
     let mut frames = 0;

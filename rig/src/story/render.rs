@@ -4,14 +4,8 @@ use std::fmt::Write;
 
 use sinkhole_base::utc::Utc;
 
-use super::chain::{Chain, Entry};
+use super::chain::{clock, Chain, Entry};
 use super::Story;
-
-/// `21:02:26.390` (UTC), the time of day a timeline shows.
-pub fn clock(ms: u64) -> String {
-    let u = Utc::from_unix(ms / 1000);
-    format!("{:02}:{:02}:{:02}.{:03}", u.hour, u.minute, u.second, ms % 1000)
-}
 
 /// `+16.521 s` after the chain's first timed entry.
 fn offset(ms: u64, first: Option<u64>) -> String {
