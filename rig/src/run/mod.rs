@@ -361,21 +361,22 @@ pub async fn execute_with(plan: &Plan, warm: Option<Warm>, keep: bool) -> (Resul
             Err(e) => progress(&format!("the run's topics were not deleted from the kept cluster: {e}")),
         }
     }
-    match (kept, key) {
-        (true, Some(key)) => (result, Some(Warm { cluster, key, started_by })),
+    let next = match (kept, key) {
+        (true, Some(key)) => Some(Warm { cluster, key, started_by }),
         _ => {
             cluster.teardown().await;
-            // Drawn once more with the brokers stopped: their logs, which each anomaly's story
-            // cites, are complete only now (a broker's log4j writes behind), so the page is the
-            // one `sinkhole check` draws later.
-            if result.is_ok() {
-                if let Err(e) = crate::results::report::write_report(&plan.dir) {
-                    progress(&format!("report.html not rewritten after the teardown: {e:#}"));
-                }
-            }
-            (result, None)
+            None
+        }
+    };
+    // The page drawn again, last: with the run's time in its header, as `sinkhole check` draws it
+    // from summary.json, and, once the brokers are stopped, with their logs complete (a broker's
+    // log4j writes behind), which each anomaly's story cites.
+    if result.is_ok() {
+        if let Err(e) = crate::results::report::write_report(&plan.dir) {
+            progress(&format!("report.html not rewritten: {e:#}"));
         }
     }
+    (result, next)
 }
 
 /// `scenario.yaml` (resolved: the faults the seed drew, no schedule) and `schedule.json`.
@@ -490,10 +491,7 @@ async fn execute_on(
     progress(&format!("time: {}", times.line()));
     summary.timings = Some(times);
     write_summary(plan, &summary)?;
-    // Drawn again with the run's time in its header, as `sinkhole check` draws it from summary.json.
-    if let Err(e) = crate::results::report::write_report(&plan.dir) {
-        progress(&format!("report.html not rewritten: {e:#}"));
-    }
+    // Drawn again by `execute_with`, with the run's time in its header.
     Ok(summary)
 }
 
