@@ -104,6 +104,12 @@ pub fn explain(run: &RunDir, mode: Option<&str>) -> Result<Vec<Story>, StoryErro
     chosen.iter().map(|m| of_mode(run, m, &logs)).collect()
 }
 
+/// Whether a judged mode has anything to tell: an anomaly with its examples or a transaction
+/// left open. A clean run's page is drawn without reading its logs.
+pub fn has_story(v: &Verdict) -> bool {
+    !by_transaction(v).is_empty()
+}
+
 /// Every node's `server.log` under the run's `cluster/`.
 fn broker_logs(run: &RunDir) -> Vec<LogFile> {
     let cluster = run.cluster();

@@ -145,15 +145,17 @@ pub fn load(run_dir: &RunDir) -> anyhow::Result<RunData> {
     } else {
         None
     };
-    let modes = modes
+    let modes: Vec<ModeData> = modes
         .into_iter()
         .map(|m| {
             let row = summary.as_ref().and_then(|s| s.modes.iter().find(|r| r.mode == m).cloned());
             load_mode(run_dir, m, row, run_intervals.as_deref())
         })
         .collect();
-    // A story that cannot be told (an older run's verdicts) leaves the page as it was.
-    let stories = crate::story::explain(run_dir, None).unwrap_or_default();
+    // A story that cannot be told (an older run's verdicts) leaves the page as it was; a run
+    // with nothing to tell (every mode clean) is not read for one.
+    let to_tell = modes.iter().any(|m| m.verdict.as_ref().is_some_and(crate::story::has_story));
+    let stories = if to_tell { crate::story::explain(run_dir, None).unwrap_or_default() } else { Vec::new() };
     Ok(RunData { dir: run_dir.path().to_path_buf(), summary, scenario, scenario_yaml, modes, problems, stories })
 }
 
