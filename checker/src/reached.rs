@@ -74,6 +74,9 @@ states! {
     FencedOnRestore => "fenced-on-restore",
         "an attempt after the first fences an earlier incarnation: a lingering transaction aborted, an InitProducerId answered with an epoch above 0, or a restored committable dropped as PRODUCER_FENCED or INVALID_PRODUCER_EPOCH",
         "the earlier attempt's producers must be fenced and its open transactions aborted before the new one writes; a sink that skips or mis-scopes the probe leaves them open, or fences its own restored commit";
+    LingeringAtRestore => "lingering-at-restore",
+        "an attempt after the first restores from checkpoint c while the attempt before it had left a transaction of a checkpoint past c + 1 open, written in for 100 ms or more before its worker exited",
+        "the restore reopens c + 1 itself (its InitProducerId fences that one), so only its probe aborts the later ones: a sink that skips or stops the probe early leaves a transaction holding records open, and read_committed readers of its partitions stall until the broker times it out (the mutant skip-lingering-abort)";
     CheckpointAbortedAtFailover => "checkpoint-aborted-at-failover",
         "a pending checkpoint is aborted because the job fails over",
         "its pre-committed transactions belong to no complete checkpoint: the restore must abort them, never commit them";
@@ -196,7 +199,17 @@ struct Reading {
     uncommitted: HashMap<u32, BTreeSet<u64>>,
     /// Per subtask: transactional ids whose commit started and has no outcome yet.
     in_flight: HashMap<u32, BTreeSet<String>>,
+    /// Per subtask of this attempt: the checkpoint of the transaction it writes in and when
+    /// that transaction was opened (µs); a pre-commit ends the writing.
+    writing: HashMap<u32, (u64, u64)>,
+    /// Checkpoints of transactions this attempt's workers left open when they exited, after
+    /// writing in them for [`WROTE_US`] or more.
+    left_open: BTreeSet<u64>,
 }
+
+/// How long a transaction was open before its worker exited for it to hold records: at the
+/// slowest rate a shape draws (500 records a second) a tenth of a second writes about 50.
+const WROTE_US: u64 = 100_000;
 
 impl Reading {
     fn reach(&mut self, s: State) {
@@ -214,7 +227,7 @@ impl Reading {
             EventKind::WorkerStarted { subtask, .. } => {
                 self.uncommitted.remove(subtask);
             }
-            EventKind::WorkerExited { subtask, .. } => self.worker_exited(*subtask),
+            EventKind::WorkerExited { subtask, .. } => self.worker_exited(*subtask, e.mono_us),
             EventKind::CheckpointTriggered { id } => self.triggered(*id),
             EventKind::CheckpointPersisted { id, .. } => self.persisted(*id),
             EventKind::CheckpointNotified { id } => {
@@ -229,8 +242,11 @@ impl Reading {
                 self.reach(State::FencedOnRestore);
                 self.ended(i, transactional_id);
             }
-            EventKind::TxnOpened { transactional_id, .. } => {
+            EventKind::TxnOpened { transactional_id, checkpoint } => {
                 self.open.insert(transactional_id.clone(), i);
+                if let Some(s) = worker {
+                    self.writing.insert(s, (*checkpoint, e.mono_us));
+                }
             }
             EventKind::TxnPrecommitted { committable, .. } => self.precommitted(worker, committable, e.mono_us),
             EventKind::CommitStarted { transactional_id, checkpoint, restored } => {
@@ -253,6 +269,14 @@ impl Reading {
         if attempt > 0 && restored_from.is_none() {
             self.reach(State::RestoreFresh);
         }
+        // The restore reopens the checkpoint after the one it restores (Flink's
+        // `TransactionalIdFactory` numbering): an id past it is the probe's to abort.
+        let reopened = restored_from.map_or(1, |c| c + 1);
+        if attempt > 0 && self.left_open.iter().any(|&c| c > reopened) {
+            self.reach(State::LingeringAtRestore);
+        }
+        self.left_open.clear();
+        self.writing.clear();
         if attempt >= 2 {
             self.reach(State::SeveralRestores);
         }
@@ -267,9 +291,14 @@ impl Reading {
         self.failing_over = false;
     }
 
-    fn worker_exited(&mut self, subtask: u32) {
+    fn worker_exited(&mut self, subtask: u32, mono_us: u64) {
         if self.in_flight.remove(&subtask).is_some_and(|t| !t.is_empty()) {
             self.reach(State::CommitInFlightAtKill);
+        }
+        if let Some((checkpoint, opened_us)) = self.writing.remove(&subtask) {
+            if mono_us.saturating_sub(opened_us) >= WROTE_US {
+                self.left_open.insert(checkpoint);
+            }
         }
     }
 
@@ -306,6 +335,9 @@ impl Reading {
     fn precommitted(&mut self, worker: Option<u32>, c: &Committable, mono_us: u64) {
         self.precommitted_at.insert((c.transactional_id.clone(), c.checkpoint), mono_us);
         let Some(s) = worker else { return };
+        if self.writing.get(&s).is_some_and(|&(w, _)| w == c.checkpoint) {
+            self.writing.remove(&s);
+        }
         let held = self.uncommitted.entry(s).or_default();
         let carried = !held.is_empty();
         held.insert(c.checkpoint);

@@ -191,6 +191,36 @@ fn a_restart_with_no_checkpoint_is_fresh_and_a_third_attempt_is_several_restores
     assert!(h.has(State::SeveralRestores) && !h.has(State::RestoreFresh), "{:?}", h.states());
 }
 
+/// Checkpoint 4 triggered with subtask 0 held (it neither snapshots nor acks), so subtask 1
+/// pre-commits it and writes in checkpoint 5's transaction for `wrote_ms` before both are killed
+/// and the job restores checkpoint 3, which reopens 4.
+fn killed_while_one_subtask_is_ahead(wrote_ms: u64) -> H {
+    let mut h = H::new();
+    h.cycle(1).cycle(2).cycle(3);
+    h.coord(EventKind::CheckpointTriggered { id: 4 });
+    h.precommit(1, 4);
+    h.worker(1, EventKind::TxnOpened { transactional_id: tid(1, 5), checkpoint: 5 });
+    h.coord(EventKind::CheckpointAcked { id: 4, subtask: 1 });
+    h.wait_ms(wrote_ms);
+    h.restore(1, Some(3), 1);
+    h
+}
+
+#[test]
+fn a_restore_past_which_the_killed_attempt_wrote_a_transaction_meets_a_lingering_one() {
+    assert!(killed_while_one_subtask_is_ahead(300).has(State::LingeringAtRestore));
+    // Opened just before the kill: nothing written in it, the probe's abort changes nothing.
+    assert!(!killed_while_one_subtask_is_ahead(20).has(State::LingeringAtRestore));
+    // The ordinary restore: the killed attempt's open transaction is the one the restore reopens.
+    let mut h = H::new();
+    h.cycle(1).cycle(2).persist(3).wait_ms(300).restore(1, Some(3), 1);
+    assert!(!h.has(State::LingeringAtRestore), "{:?}", h.states());
+    // A transaction left open by a job that ended is no restore's.
+    let mut ended = clean();
+    ended.wait_ms(300).coord(EventKind::WorkerExited { subtask: 0, status: "exit 0".into(), expected: true });
+    assert!(!ended.has(State::LingeringAtRestore));
+}
+
 #[test]
 fn a_restore_that_fences_an_earlier_incarnation_is_fenced_on_restore() {
     let mut h = H::new();

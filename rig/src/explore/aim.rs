@@ -39,15 +39,36 @@ const AIM_SALT: u64 = 0x6169_6d65_6421_2121;
 pub struct ShapeNeeds {
     /// At least this many checkpoints pending at once (`max_concurrent_checkpoints`).
     pub min_concurrent: Option<u32>,
+    /// At least this many subtasks (`parallelism`): one held while another runs ahead.
+    pub min_parallelism: Option<u32>,
 }
 
 impl ShapeNeeds {
-    pub const NONE: ShapeNeeds = ShapeNeeds { min_concurrent: None };
+    pub const NONE: ShapeNeeds = ShapeNeeds { min_concurrent: None, min_parallelism: None };
 
     /// The job with these needs met (what it has already is kept when it is more).
     pub fn apply(&self, job: &mut JobSpec) {
         if let Some(k) = self.min_concurrent {
             job.max_concurrent_checkpoints = job.max_concurrent_checkpoints.max(k);
+        }
+        if let Some(p) = self.min_parallelism {
+            job.parallelism = job.parallelism.max(p);
+        }
+    }
+
+    /// As docs/GUIDE.md's table of recipes says it.
+    pub fn words(&self) -> String {
+        let mut out = Vec::new();
+        if let Some(k) = self.min_concurrent {
+            out.push(format!("`max_concurrent_checkpoints` ≥ {k}"));
+        }
+        if let Some(p) = self.min_parallelism {
+            out.push(format!("`parallelism` ≥ {p}"));
+        }
+        if out.is_empty() {
+            "—".into()
+        } else {
+            out.join(", ")
         }
     }
 }
@@ -99,7 +120,8 @@ pub struct Recipe {
     /// Faults in scenario YAML. `$n` is the checkpoint aimed at (drawn in the first half of the
     /// draw's window), `$n-2`, `$n-1`, `$n+3` its neighbours; `$pause_ms` is the number of
     /// checkpoints pending the shape allows, less one, and a half, in checkpoint intervals;
-    /// `$outage_ms` outlasts the transaction timeout and the rig's look at it by a quarter timeout.
+    /// `$outage_ms` outlasts the transaction timeout and the rig's look at it by a quarter timeout;
+    /// `$kill_ms` is half a checkpoint interval (300 ms at least), `$hold_ms` twice that.
     pub faults: &'static [&'static str],
 }
 
@@ -143,6 +165,18 @@ pub const RECIPES: &[Recipe] = &[
         Reachable::Transactional,
         &["{kind: kill-workers, target: all, when: {txn_opened: {subtask: 0, checkpoint: $n}}}"],
     ),
+    // Subtask 0 held at checkpoint n's trigger, so n stays pending while subtask 1 pre-commits
+    // it and writes in n + 1's transaction; both killed during the hold, the job restores n - 1
+    // and reopens n, and n + 1's transaction is the probe's to abort.
+    Recipe {
+        state: State::LingeringAtRestore,
+        by: Reachable::Transactional,
+        needs: ShapeNeeds { min_concurrent: None, min_parallelism: Some(2) },
+        faults: &[
+            "{kind: pause-workers, target: [0], when: {checkpoint_triggered: $n}, duration_ms: $hold_ms}",
+            "{kind: kill-workers, target: all, when: {checkpoint_triggered: $n}, after_ms: $kill_ms}",
+        ],
+    },
     recipe(
         State::CheckpointAbortedAtFailover,
         Reachable::Any,
@@ -156,13 +190,13 @@ pub const RECIPES: &[Recipe] = &[
     Recipe {
         state: State::ConcurrentPending2,
         by: Reachable::Any,
-        needs: ShapeNeeds { min_concurrent: Some(2) },
+        needs: ShapeNeeds { min_concurrent: Some(2), min_parallelism: None },
         faults: &[PAUSE],
     },
     Recipe {
         state: State::ConcurrentPending3Plus,
         by: Reachable::Any,
-        needs: ShapeNeeds { min_concurrent: Some(3) },
+        needs: ShapeNeeds { min_concurrent: Some(3), min_parallelism: None },
         faults: &[PAUSE],
     },
     recipe(State::NotificationLost, Reachable::Any, &[DROP_ONE]),
@@ -317,10 +351,16 @@ pub fn hostable(base: &Scenario, modes: &[SinkMode], r: &Recipe) -> bool {
     // commit-in-flight recipe's kill on `commit_started` beside it).
     let on_txn =
         faults.iter().any(|f| f.job_scoped() && matches!(f.when, When::CommitStarted(_) | When::TxnOpened { .. }));
-    let pauses = r.faults.iter().any(|f| f.contains("$pause_ms"));
+    let longest_pause = [
+        r.faults.iter().any(|f| f.contains("$pause_ms")).then(|| pause_ms(base, r)),
+        r.faults.iter().any(|f| f.contains("$hold_ms")).then(|| 2 * kill_ms(base)),
+    ]
+    .into_iter()
+    .flatten()
+    .max();
     (!coordinator || modes.iter().all(|m| m.rig_job()))
         && (!on_txn || modes.iter().all(|m| m.transactional()))
-        && (!pauses || pause_ms(base, r) * 5 < base.job.heartbeat_timeout_ms * 4)
+        && longest_pause.is_none_or(|p| p * 5 < base.job.heartbeat_timeout_ms * 4)
 }
 
 /// The checkpoints `$n` may be: the first half of the draw's window, leaving room before it
@@ -338,6 +378,12 @@ fn window(base: &Scenario, r: &Recipe) -> Option<(u64, u64)> {
     let hi = checkpoint_near(base, w.start_ms + w.end_ms.saturating_sub(w.start_ms) / 2).max(lo);
     let hi = hi.min(last.saturating_sub(ahead + 1));
     (lo <= hi).then_some((lo, hi))
+}
+
+/// Half a checkpoint interval, and at least 300 ms: long enough for a subtask to write in the
+/// transaction it opened at a checkpoint (50 records at the slowest rate a shape draws).
+fn kill_ms(base: &Scenario) -> u64 {
+    (base.job.checkpoint_interval_ms / 2).max(300)
 }
 
 fn pause_ms(base: &Scenario, r: &Recipe) -> u64 {
@@ -360,6 +406,8 @@ fn faults_at(base: &Scenario, r: &Recipe, n: u64) -> Option<Vec<FaultSpec>> {
             .replace("$n-1", &n.saturating_sub(1).to_string())
             .replace("$n+3", &(n + 3).to_string())
             .replace("$pause_ms", &pause_ms(base, r).to_string())
+            .replace("$hold_ms", &(2 * kill_ms(base)).to_string())
+            .replace("$kill_ms", &kill_ms(base).to_string())
             .replace("$outage_ms", &outage.to_string())
             .replace("$n", &n.to_string());
         let f = serde_saphyr::from_str::<FaultSpec>(&yaml).ok()?;

@@ -57,6 +57,9 @@ fn each_recipe_fits_a_scenario_that_can_host_it_at_every_checkpoint_it_may_take(
             if let Some(k) = r.needs.min_concurrent {
                 assert!(run.job.max_concurrent_checkpoints >= k, "{}", r.state);
             }
+            if let Some(p) = r.needs.min_parallelism {
+                assert!(run.job.parallelism >= p, "{}", r.state);
+            }
             for f in &faults {
                 assert!(checkpoint_of(&f.when).is_none_or(|c| c >= 1), "{}: {f:?}", r.state);
             }
@@ -223,10 +226,7 @@ fn the_guide_lists_every_recipe_as_the_table_has_it() {
     let table: Vec<String> = RECIPES
         .iter()
         .map(|r| {
-            let job = match r.needs.min_concurrent {
-                Some(k) => format!("`max_concurrent_checkpoints` ≥ {k}"),
-                None => "—".into(),
-            };
+            let job = r.needs.words();
             let faults: Vec<String> = r.faults.iter().map(|f| format!("`{f}`")).collect();
             format!("| `{}` | {} | {job} | {} |", r.state, r.by.words(), faults.join("<br>"))
         })
