@@ -81,8 +81,10 @@ NIGHTLY_FIRST_BAD ?= 4.3.0
 # beside the faithful modes (calibrate.json/.html: which scenario catches which mutant; it
 # fails when a mutant escapes every scenario or a faithful mode is flagged). Then the slow
 # tests `make test` leaves to it (`#[ignore]`d there, with the reason): the reproductions of
-# Flink bugs in rig/tests/integration/flink_live.rs. The job fails if any part failed, and
-# every part always runs.
+# Flink bugs in rig/tests/integration/flink_live.rs, the FLIP-319 outage on containers (inside
+# the Podman service, as make test runs its containers tests) and the same outage run
+# side by side and one mode after the other. The job fails if any part failed, and every part
+# always runs.
 nightly: build
 	$(BIN) setup --kafka $(NIGHTLY_KAFKA) --flink $(FLINK) --connector $(CONNECTOR)
 	status=0; \
@@ -90,7 +92,8 @@ nightly: build
 	$(BIN) calibrate scenarios --kafka $(NIGHTLY_KAFKA) || status=1; \
 	$(BIN) bisect scenarios/markers-skipped-leader-dies.yaml --kafka $(NIGHTLY_BISECT) --seed-count 3 \
 		--expect-first $(NIGHTLY_FIRST_BAD) || status=1; \
-	$(CARGO) test -p sinkhole --test integration -- --ignored flink_live:: || status=1; \
+	scripts/podman-service.sh run $(CARGO) test -p sinkhole --features sinkhole/containers --test integration -- \
+		--ignored flink_live:: containers_scenario:: scenarios_live:: || status=1; \
 	exit $$status
 
 # Render the newest run's report.html in headless Chromium (results/report.png, not in git).

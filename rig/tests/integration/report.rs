@@ -41,11 +41,13 @@ fn cell<'a>(html: &'a str, id: &str) -> Option<&'a str> {
     Some(&rest[..end])
 }
 
+/// The run directory without its brokers' log segments (`cluster/node-*/data`): their own logs
+/// stay, which each anomaly's story on the page cites.
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
-        if e.file_name() == "cluster" {
+        if e.file_name() == "data" && from.parent().is_some_and(|p| p.ends_with("cluster")) {
             continue;
         }
         if e.file_type().unwrap().is_dir() {
