@@ -271,7 +271,7 @@ impl Reading {
         }
         // The restore reopens the checkpoint after the one it restores (Flink's
         // `TransactionalIdFactory` numbering): an id past it is the probe's to abort.
-        let reopened = restored_from.map_or(1, |c| c + 1);
+        let reopened = sinkhole_workloads::sink::naming::first_checkpoint(restored_from);
         if attempt > 0 && self.left_open.iter().any(|&c| c > reopened) {
             self.reach(State::LingeringAtRestore);
         }

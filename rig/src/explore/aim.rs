@@ -353,7 +353,7 @@ pub fn hostable(base: &Scenario, modes: &[SinkMode], r: &Recipe) -> bool {
         faults.iter().any(|f| f.job_scoped() && matches!(f.when, When::CommitStarted(_) | When::TxnOpened { .. }));
     let longest_pause = [
         r.faults.iter().any(|f| f.contains("$pause_ms")).then(|| pause_ms(base, r)),
-        r.faults.iter().any(|f| f.contains("$hold_ms")).then(|| 2 * kill_ms(base)),
+        r.faults.iter().any(|f| f.contains("$hold_ms")).then(|| hold_ms(base)),
     ]
     .into_iter()
     .flatten()
@@ -386,6 +386,11 @@ fn kill_ms(base: &Scenario) -> u64 {
     (base.job.checkpoint_interval_ms / 2).max(300)
 }
 
+/// Twice [`kill_ms`]: the hold outlasts the kill that comes during it.
+fn hold_ms(base: &Scenario) -> u64 {
+    2 * kill_ms(base)
+}
+
 fn pause_ms(base: &Scenario, r: &Recipe) -> u64 {
     let interval = base.job.checkpoint_interval_ms.max(1);
     let k = u64::from(r.needs.min_concurrent.unwrap_or(1));
@@ -406,7 +411,7 @@ fn faults_at(base: &Scenario, r: &Recipe, n: u64) -> Option<Vec<FaultSpec>> {
             .replace("$n-1", &n.saturating_sub(1).to_string())
             .replace("$n+3", &(n + 3).to_string())
             .replace("$pause_ms", &pause_ms(base, r).to_string())
-            .replace("$hold_ms", &(2 * kill_ms(base)).to_string())
+            .replace("$hold_ms", &hold_ms(base).to_string())
             .replace("$kill_ms", &kill_ms(base).to_string())
             .replace("$outage_ms", &outage.to_string())
             .replace("$n", &n.to_string());
